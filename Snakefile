@@ -1,0 +1,13 @@
+# perfsweep: benchmark sweeps of MPI applications -> medians -> models, metrics, figures, report.
+# The config is validated (schema and meaning) before any job is planned; see workflow/rules/common.smk.
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/run.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/plots.smk"
+
+
+rule all:
+    input:
+        get_final_outputs,
+    default_target: True

@@ -1,0 +1,44 @@
+"""The built-in MPI apps perfsweep can launch, and the parameters each one understands.
+
+Every parameter except the process count is passed to the app as ``--<name> <value>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    kind: type  # int or float
+    minimum: float
+    exclusive: bool  # minimum itself not allowed
+    meaning: str
+
+
+@dataclass(frozen=True)
+class BuiltinApp:
+    module: str
+    params: dict[str, ParamSpec]
+
+
+PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
+
+BUILTIN_APPS: dict[str, BuiltinApp] = {
+    "ljmd": BuiltinApp(
+        module="perfsweep.apps.ljmd",
+        params={
+            "n": ParamSpec(int, 2, False, "number of molecules"),
+            "m": ParamSpec(int, 1, False, "Lennard-Jones sites per molecule"),
+            "d": ParamSpec(float, 0, True, "reduced density"),
+            "c": ParamSpec(float, 0, True, "reduced cut-off radius"),
+        },
+    ),
+    "rmsd": BuiltinApp(
+        module="perfsweep.apps.rmsd",
+        params={
+            "atoms": ParamSpec(int, 1, False, "atoms per frame"),
+            "frames": ParamSpec(int, 1, False, "trajectory frames"),
+        },
+    ),
+}

@@ -1,0 +1,270 @@
+"""Sweep configuration: schema validation, semantic checks and the grid of runs.
+
+Usage::
+
+    from perfsweep.config import load_config_file
+    sweep = load_config_file("config/config.yaml")     # raises ConfigError with a one-line message
+    for study in sweep.studies:
+        for cfg in study.configurations():
+            print(study.name, cfg.config_id, cfg.params)
+
+A configuration error names the file, the field (a dotted path) and the offending value::
+
+    config/bad.yaml: studies.nm.vary.d[1]: -0.5 is not > 0 (reduced density)
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import jsonschema
+import yaml
+
+from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, ParamSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A user error in a config file: one line with file, field and value."""
+
+    def __init__(self, source: str, where: str, message: str) -> None:
+        self.source, self.where, self.message = source, where, message
+        super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
+
+
+def format_value(value: Any) -> str:
+    """Canonical text of a parameter value, used in config ids and paths (2.0 -> '2', 0.5 -> '0.5')."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One point of a study's grid: the full parameter set and its id (from the varied values)."""
+
+    study: str
+    config_id: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Study:
+    name: str
+    vary: dict[str, list[Any]]
+    fixed: dict[str, Any]
+    repetitions: int
+    scaling: str = "auto"
+    description: str = ""
+
+    @property
+    def varied(self) -> list[str]:
+        return list(self.vary)
+
+    def configurations(self) -> list[Configuration]:
+        names = list(self.vary)
+        out = []
+        for values in itertools.product(*(self.vary[n] for n in names)):
+            params = dict(self.fixed)
+            params.update(zip(names, values))
+            cid = "_".join(f"{n}={format_value(v)}" for n, v in zip(names, values))
+            out.append(Configuration(self.name, cid, params))
+        return out
+
+
+@dataclass
+class SweepConfig:
+    source: str
+    raw: dict[str, Any]
+    app: dict[str, Any]
+    parameters: dict[str, Any]
+    processes: str
+    studies: list[Study]
+    cv_threshold: float
+    cv_policy: str
+    launcher: str
+    timeout: float
+    retries: int
+    results: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def study(self, name: str) -> Study:
+        for s in self.studies:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def n_runs(self) -> int:
+        return sum(len(s.configurations()) * s.repetitions for s in self.studies)
+
+
+def _schema() -> dict[str, Any]:
+    with open(SCHEMA_PATH) as fh:
+        return yaml.safe_load(fh)
+
+
+def _path_text(path: Iterable[Any]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _fill_defaults(instance: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Fill top-level and one-level-nested defaults, as snakemake.utils.validate(set_default=True) does."""
+    for key, sub in schema.get("properties", {}).items():
+        if "default" in sub and key not in instance:
+            instance[key] = _copy(sub["default"])
+        if isinstance(instance.get(key), dict):
+            for k2, s2 in sub.get("properties", {}).items():
+                if "default" in s2 and k2 not in instance[key]:
+                    instance[key][k2] = _copy(s2["default"])
+
+
+def _copy(value: Any) -> Any:
+    return copy.deepcopy(value)
+
+
+def _check_value(source: str, where: str, name: str, value: Any, spec: ParamSpec) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(source, where, f"{value!r} is not a finite number ({spec.meaning})")
+    if spec.kind is int and not float(value).is_integer():
+        raise ConfigError(source, where, f"{value!r} is not a whole number ({spec.meaning})")
+    if value < spec.minimum or (spec.exclusive and value == spec.minimum):
+        op = ">" if spec.exclusive else ">="
+        raise ConfigError(source, where, f"{value!r} is not {op} {format_value(spec.minimum)} ({spec.meaning})")
+
+
+def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepConfig:
+    """Validate a config mapping (schema, then meaning) and return the expanded sweep."""
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(source, "", "empty or not a mapping of keys (see config/config.yaml for an example)")
+    data = _copy(data)
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        where = _path_text(err.absolute_path) or "(top level)"
+        msg = err.message
+        if err.validator == "additionalProperties" and err.absolute_path:
+            msg = err.message.replace("Additional properties are not allowed", "unknown key(s)")
+        elif err.validator == "additionalProperties":
+            msg = err.message.replace("Additional properties are not allowed", "unknown top-level key(s)")
+        elif err.validator == "oneOf":
+            msg = "give either name (a built-in app) or command (your own app), not both or neither"
+        raise ConfigError(source, where, msg)
+    _fill_defaults(data, schema)
+
+    app = data["app"]
+    procs = data["processes"]
+    parameters = dict(data["parameters"])
+    specs: dict[str, ParamSpec] = {}
+    if "name" in app:
+        builtin = BUILTIN_APPS[app["name"]]
+        specs = dict(builtin.params)
+        for name in parameters:
+            if name != procs and name not in specs:
+                raise ConfigError(
+                    source, f"parameters.{name}",
+                    f"unknown parameter {name!r} for app {app['name']} (known: {', '.join([*specs, procs])})",
+                )
+        for name in specs:
+            if name not in parameters:
+                raise ConfigError(source, "parameters", f"missing parameter {name!r} of app {app['name']}")
+    parameters.setdefault(procs, 1)
+    specs[procs] = PROCESSES
+    default_spec = ParamSpec(float, -math.inf, False, "parameter value")
+    for name, value in parameters.items():
+        _check_value(source, f"parameters.{name}", name, value, specs.get(name, default_spec))
+    if "command" in app:
+        for name in parameters:
+            if name != procs and "{" + name + "}" not in app["command"]:
+                raise ConfigError(source, "app.command", f"parameter {name!r} does not appear as {{{name}}}")
+
+    studies = []
+    for sname, sdef in data["studies"].items():
+        base = f"studies.{sname}"
+        if not sdef["vary"]:
+            raise ConfigError(source, f"{base}.vary", "empty grid: a study must vary at least one parameter")
+        for part in ("vary", "fixed"):
+            for pname in sdef.get(part, {}):
+                if pname not in parameters:
+                    raise ConfigError(
+                        source, f"{base}.{part}.{pname}",
+                        f"unknown parameter {pname!r} (known: {', '.join(parameters)})",
+                    )
+        for pname, values in sdef["vary"].items():
+            where = f"{base}.vary.{pname}"
+            if len(values) < 2:
+                raise ConfigError(source, where, f"{values!r}: a varied parameter needs at least 2 values")
+            if len(set(values)) != len(values):
+                raise ConfigError(source, where, f"{values!r}: values repeat")
+            for i, v in enumerate(values):
+                _check_value(source, f"{where}[{i}]", pname, v, specs.get(pname, default_spec))
+            if pname in sdef.get("fixed", {}):
+                raise ConfigError(source, f"{base}.fixed.{pname}", "parameter is both varied and fixed")
+        for pname, v in sdef.get("fixed", {}).items():
+            _check_value(source, f"{base}.fixed.{pname}", pname, v, specs.get(pname, default_spec))
+        fixed = {k: v for k, v in parameters.items() if k not in sdef["vary"]}
+        fixed.update(sdef.get("fixed", {}))
+        studies.append(
+            Study(
+                name=sname,
+                vary={k: list(v) for k, v in sdef["vary"].items()},
+                fixed=fixed,
+                repetitions=sdef.get("repetitions", data["repetitions"]),
+                scaling=sdef.get("scaling", "auto"),
+                description=sdef.get("description", ""),
+            )
+        )
+        if not _safe_name(sname):
+            raise ConfigError(source, base, f"study name {sname!r} may only use letters, digits, '-' and '_'")
+
+    if "{p}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
+        raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
+
+    var = data["variability"]
+    return SweepConfig(
+        source=source,
+        raw=data,
+        app=app,
+        parameters=parameters,
+        processes=procs,
+        studies=studies,
+        cv_threshold=float(var["cv_threshold"]),
+        cv_policy=var["policy"],
+        launcher=data["launcher"],
+        timeout=float(data["timeout"]),
+        retries=int(data["retries"]),
+        results=data["results"],
+        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper")},
+    )
+
+
+def _safe_name(name: str) -> bool:
+    return bool(name) and all(ch.isalnum() or ch in "-_" for ch in name)
+
+
+def load_config_file(path: str | Path) -> SweepConfig:
+    """Read a YAML config file and validate it; every problem is a one-line ConfigError."""
+    source = str(path)
+    try:
+        with open(path) as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(source, "", "file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise ConfigError(source, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    return load_config(data, source)

@@ -1,0 +1,250 @@
+"""Launch one benchmark run and write its record: the only place that starts user or built-in apps.
+
+Usage::
+
+    from perfsweep.runner import RunSpec, execute
+    spec = RunSpec.build(sweep, study="nm", config_id="n=200_m=1", repetition=0)
+    record = execute(spec, "results/runs/nm/n=200_m=1/rep0.json")
+
+``execute`` always leaves a complete record: status ``ok``, ``failed`` (non-zero exit, unreadable
+output) or ``timeout`` (killed after ``timeout`` seconds). Every attempt, successful or not, is also
+kept under ``<results>/archive/`` with a unique name, so nothing is lost when Snakemake removes an
+output before rerunning a job. With ``raise_on_failure`` (attempts left), a failure is archived and
+then raised so that Snakemake retries the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perfsweep import __version__
+from perfsweep.apps.registry import BUILTIN_APPS
+from perfsweep.config import SweepConfig, format_value
+from perfsweep.records import RUN_SCHEMA, write_json_atomic
+
+TAIL = 2000
+
+
+class RunFailed(RuntimeError):
+    """Raised after a failed attempt has been archived, so that the workflow manager retries it."""
+
+
+@dataclass
+class RunSpec:
+    study: str
+    config_id: str
+    repetition: int
+    params: dict[str, Any]
+    command: list[str]
+    timeout: float
+    archive_dir: str
+    report_path: str | None = None  # timings JSON the app writes (built-in apps: a temp file)
+    time_pattern: str | None = None
+    patterns: dict[str, str] = field(default_factory=dict)
+    launcher: str = ""
+
+    def to_json(self) -> str:
+        """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunSpec":
+        return cls(**json.loads(text))
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.study}/{self.config_id}/rep{self.repetition}"
+
+    @classmethod
+    def build(cls, sweep: SweepConfig, study: str, config_id: str, repetition: int) -> "RunSpec":
+        cfg = {c.config_id: c for c in sweep.study(study).configurations()}[config_id]
+        params = cfg.params
+        archive = str(Path(sweep.results) / "archive" / study / config_id)
+        fmt = {k: format_value(v) for k, v in params.items()}
+        launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)
+        app = sweep.app
+        if "name" in app:
+            builtin = BUILTIN_APPS[app["name"]]
+            command = [*launcher, sys.executable, "-m", builtin.module]
+            for name, value in params.items():
+                if name != sweep.processes:
+                    command += [f"--{name}", fmt[name]]
+            for name, value in sorted(app.get("args", {}).items()):
+                command += [f"--{name}", format_value(value)]
+            return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
+                       report_path="{report}", launcher=" ".join(launcher))
+        text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in launcher))
+        command = shlex.split(text.format(**fmt))
+        report = app.get("timings_json")
+        return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
+                   report_path=report.format(**fmt) if report else None,
+                   time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
+                   launcher=" ".join(launcher))
+
+
+def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") -> list[str]:
+    """Expand the launcher template; ``{mpiexec}`` is the mpiexec installed beside this Python."""
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    values = dict(fmt)
+    values.setdefault("p", fmt.get(processes, "1"))
+    values["mpiexec"] = str(mpiexec) if mpiexec.exists() else "mpiexec"
+    return shlex.split(template.format(**values))
+
+
+def slurm_info() -> dict[str, str] | None:
+    """The SLURM job this process runs in, if any."""
+    if "SLURM_JOB_ID" not in os.environ:
+        return None
+    keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
+            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME"}
+    return {k: os.environ[v] for k, v in keys.items() if v in os.environ}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, str, float]:
+    """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err, time.perf_counter() - t0
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        return None, out, err, time.perf_counter() - t0
+    except BaseException:
+        # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        raise
+
+
+def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
+            raise_on_failure: bool = False) -> dict[str, Any]:
+    """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
+    with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
+        report_path = spec.report_path
+        command = list(spec.command)
+        if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
+            report_path = str(Path(tmp) / "report.json")
+            command += ["--report", report_path]
+        elif report_path and os.path.exists(report_path):
+            os.unlink(report_path)  # a stale timings file of an earlier run must not pass for this one's
+        record: dict[str, Any] = {
+            "schema": RUN_SCHEMA,
+            "run_id": spec.run_id,
+            "study": spec.study,
+            "config_id": spec.config_id,
+            "repetition": spec.repetition,
+            "parameters": spec.params,
+            "attempt": attempt,
+            "started_at": _now(),
+            "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd()},
+            "host": socket.gethostname(),
+            "slurm": slurm_info(),
+            "perfsweep_version": __version__,
+        }
+        try:
+            rc, out, err, wall = _run_process(command, spec.timeout)
+        except FileNotFoundError as exc:
+            rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
+        record.update(finished_at=_now(), wall_time=wall, returncode=rc,
+                      stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
+        status, error = "ok", None
+        if rc is None:
+            status, error = "timeout", f"killed after the timeout of {format_value(spec.timeout)} s"
+        elif rc != 0:
+            last = (err.strip().splitlines() or ["(no stderr)"])[-1]
+            status, error = "failed", f"exit code {rc}: {last[:300]}"
+        else:
+            try:
+                _read_results(spec, record, out, report_path, wall)
+            except (OSError, ValueError, KeyError) as exc:
+                status, error = "failed", f"unreadable output: {exc}"
+        record["status"], record["error"] = status, error
+        record.setdefault("time", wall if status == "ok" else None)
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    archive = Path(spec.archive_dir) / f"rep{spec.repetition}.attempt{attempt}.{stamp}.json"
+    write_json_atomic(archive, record)
+    if status != "ok" and raise_on_failure:
+        raise RunFailed(f"{spec.run_id}: {error} (record kept in {archive})")
+    write_json_atomic(output, record)
+    return record
+
+
+def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_path: str | None,
+                  wall: float) -> None:
+    metrics: dict[str, float] = {}
+    for name, pattern in spec.patterns.items():
+        match = re.search(pattern, stdout, re.MULTILINE)
+        if not match:
+            raise ValueError(f"pattern {name!r} ({pattern}) not found on stdout")
+        metrics[name] = float(match.group(1))
+    record["metrics"] = metrics
+    record["time"] = wall
+    if report_path:
+        with open(report_path) as fh:
+            report = json.load(fh)
+        record["ranks"] = report["ranks"]
+        record["mpi"] = report.get("mpi")
+        record["hosts"] = report.get("hosts")
+        if report.get("extra"):
+            record["app_extra"] = report["extra"]
+        record["time"] = float(report.get("time", max(r["total"] for r in report["ranks"])))
+    if spec.time_pattern:
+        match = re.search(spec.time_pattern, stdout, re.MULTILINE)
+        if not match:
+            raise ValueError(f"time_pattern ({spec.time_pattern}) not found on stdout")
+        record["time"] = float(match.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfsweep.runner --spec JSON --output FILE [--attempt A --retries R]``.
+
+    Exit 0 when a record was written (also for a failed run on its last attempt: the failure record is
+    the result), 1 when a failed attempt was archived and should be retried.
+    """
+    ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
+    ap.add_argument("--spec", required=True, help="RunSpec as JSON (RunSpec.to_json)")
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--attempt", type=int, default=1)
+    ap.add_argument("--retries", type=int, default=0)
+    args = ap.parse_args(argv)
+    spec = RunSpec.from_json(args.spec)
+    try:
+        record = execute(spec, args.output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
+    except RunFailed as exc:
+        print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
+        return 1
+    if record["status"] != "ok":
+        print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""One function per pipeline stage, file paths in and file paths out: what scripts/*.py call.
+
+Each function can also be used outside Snakemake, e.g. to re-aggregate records by hand::
+
+    from perfsweep import stages
+    stages.collect(glob.glob("results/runs/nm/*/*.json"), "runs.csv", "ranks.csv", "regions.csv")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from perfsweep import tables
+
+PathLike = str | os.PathLike[str]
+
+
+def _read(path: PathLike) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+def _stem(path: PathLike) -> str:
+    return str(Path(path).with_suffix(""))
+
+
+def collect(records: Iterable[PathLike], runs: PathLike, ranks: PathLike, regions: PathLike) -> None:
+    runs_df, ranks_df, regions_df = tables.collect(records)
+    runs_df.to_csv(runs, index=False)
+    ranks_df.to_csv(ranks, index=False)
+    regions_df.to_csv(regions, index=False)
+
+
+def variability(runs: PathLike, table: PathLike, summary: PathLike, varied: list[str],
+                cv_threshold: float) -> None:
+    var = tables.variability(_read(runs), varied, cv_threshold)
+    tables.write_table(var, _stem(table), caption="Coefficient of variation per configuration")
+    tables.variability_summary(var).to_csv(summary, index=False)
+
+
+def aggregate(runs: PathLike, ranks: PathLike, regions: PathLike, variability: PathLike,
+              aggregate: PathLike, medians: PathLike, varied: list[str], policy: str) -> None:
+    agg = tables.aggregate(_read(runs), _read(ranks), _read(regions), varied, _read(variability), policy)
+    agg.to_csv(aggregate, index=False)
+    tables.write_table(tables.medians_wide(agg, varied), _stem(medians),
+                       caption="Median run time per configuration")
+
+
+def plot_sweep(runs: PathLike, medians: PathLike, figure: PathLike, varied: list[str], study: str) -> None:
+    from perfsweep.plots.sweep import time_vs_parameters
+
+    time_vs_parameters(_read(runs), _read(medians), varied, study, figure)

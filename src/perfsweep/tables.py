@@ -1,0 +1,195 @@
+"""From run records to tidy tables: one row per run, per rank, per region; variability; aggregate.
+
+Usage::
+
+    from perfsweep import tables
+    runs, ranks, regions = tables.collect(record_paths)
+    var = tables.variability(runs, params=["n", "m"], cv_threshold=0.1)
+    agg = tables.aggregate(runs, ranks, regions, params=["n", "m"], variability=var, policy="drop")
+
+Conventions (as Extra-P does when it collapses the system dimension): a per-rank quantity of a run
+is the maximum over its ranks. The coefficient of variation is the sample standard deviation over
+the mean of the good repetitions (seed 001, Table 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from perfsweep.records import read_record
+
+RANK_PHASES = ["init", "compute", "io", "comm", "other", "total"]
+RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "status", "error", "time", "wall_time",
+               "returncode", "attempt", "host", "mpi_library", "slurm_job_id", "slurm_nodelist",
+               "started_at", "launch_command"]
+
+
+def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Read run records into (runs, ranks, regions) tidy frames; parameters become columns."""
+    runs: list[dict[str, Any]] = []
+    ranks: list[dict[str, Any]] = []
+    regions: list[dict[str, Any]] = []
+    for path in paths:
+        rec = read_record(path)
+        key = {k: rec[k] for k in ("run_id", "study", "config_id", "repetition")}
+        params = rec["parameters"]
+        slurm = rec.get("slurm") or {}
+        row = dict(key)
+        row.update(params)
+        row.update(
+            status=rec["status"], error=rec.get("error"), time=rec.get("time"),
+            wall_time=rec.get("wall_time"), returncode=rec.get("returncode"), attempt=rec.get("attempt"),
+            host=rec.get("host"), mpi_library=(rec.get("mpi") or {}).get("version"),
+            slurm_job_id=slurm.get("job_id"), slurm_nodelist=slurm.get("nodelist"),
+            started_at=rec.get("started_at"), launch_command=" ".join(rec.get("launch", {}).get("command", [])),
+        )
+        for name, value in (rec.get("metrics") or {}).items():
+            row[f"metric_{name}"] = value
+        runs.append(row)
+        if rec["status"] != "ok":
+            continue
+        for r in rec.get("ranks") or []:
+            rrow = dict(key)
+            rrow.update(params)
+            rrow["rank"] = r["rank"]
+            rrow.update({k: r.get(k, np.nan) for k in RANK_PHASES})
+            for op, t in (r.get("comm_ops") or {}).items():
+                rrow[f"comm_{op}"] = t
+            threads = r.get("threads")
+            if threads:
+                rrow["threads"] = len(threads)
+                rrow["thread_useful_sum"] = float(sum(t["useful"] for t in threads))
+                rrow["thread_useful_max"] = float(max(t["useful"] for t in threads))
+            ranks.append(rrow)
+            for region, v in (r.get("regions") or {}).items():
+                g = dict(key)
+                g.update(params)
+                g.update(rank=r["rank"], region=region, time=v["time"], visits=v.get("visits"))
+                regions.append(g)
+    runs_df = pd.DataFrame(runs)
+    if not runs_df.empty:
+        runs_df = runs_df.sort_values(["study", "config_id", "repetition"], kind="stable").reset_index(drop=True)
+    return runs_df, pd.DataFrame(ranks), pd.DataFrame(regions)
+
+
+def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float) -> pd.DataFrame:
+    """CV of the run time per configuration over its good repetitions (seed 001, Table 1)."""
+    rows = []
+    for cid, group in runs.groupby("config_id", sort=False):
+        ok = group[group["status"] == "ok"]["time"].astype(float)
+        mean = ok.mean() if len(ok) else np.nan
+        std = ok.std(ddof=1) if len(ok) > 1 else np.nan
+        cv = std / mean if len(ok) > 1 and mean > 0 else np.nan
+        row = {"config_id": cid}
+        row.update({p: group[p].iloc[0] for p in params})
+        row.update(n_runs=len(group), n_ok=len(ok), n_failed=int((group["status"] != "ok").sum()),
+                   mean=mean, std=std, cv=cv, flagged=bool(cv > cv_threshold) if np.isfinite(cv) else False,
+                   cv_threshold=cv_threshold)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def variability_summary(var: pd.DataFrame) -> pd.DataFrame:
+    """One line per study: how noisy the measurements were overall."""
+    cv = var["cv"].dropna()
+    return pd.DataFrame([{
+        "configurations": len(var), "runs": int(var["n_runs"].sum()), "failed": int(var["n_failed"].sum()),
+        "median_cv": cv.median() if len(cv) else np.nan, "max_cv": cv.max() if len(cv) else np.nan,
+        "flagged": int(var["flagged"].sum()), "cv_threshold": var["cv_threshold"].iloc[0] if len(var) else np.nan,
+    }])
+
+
+def _stats(values: pd.Series) -> dict[str, float]:
+    v = values.astype(float)
+    return {"median": v.median(), "min": v.min(), "mean": v.mean(),
+            "std": v.std(ddof=1) if len(v) > 1 else np.nan, "n_ok": len(v)}
+
+
+def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
+              variability: pd.DataFrame, policy: str) -> pd.DataFrame:
+    """Median (and min, mean, std, n_ok) per configuration, region and metric, in long form.
+
+    Region ``all`` carries the whole run: metric ``time`` (the run's measured time), and the per-rank
+    phases (maximum over ranks). Other regions carry metric ``time`` (maximum over ranks). With policy
+    ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
+    with ``flagged`` set.
+    """
+    flagged = dict(zip(variability["config_id"], variability["flagged"]))
+    n_runs = dict(zip(variability["config_id"], variability["n_runs"]))
+    keep = [c for c in flagged if not (policy == "drop" and flagged[c])]
+    ok = runs[(runs["status"] == "ok") & runs["config_id"].isin(keep)]
+    series: list[tuple[str, str, pd.DataFrame, str]] = [("all", "time", ok, "time")]
+    if not ranks.empty:
+        per_run = ranks[ranks["config_id"].isin(keep)].groupby(["config_id", "run_id"])[
+            [c for c in RANK_PHASES if c in ranks]].max().reset_index()
+        for phase in RANK_PHASES:
+            if phase in per_run and phase != "total":
+                series.append(("all", phase, per_run, phase))
+    if not regions.empty:
+        per_region = regions[regions["config_id"].isin(keep)].groupby(
+            ["config_id", "run_id", "region"])["time"].max().reset_index()
+        for region, frame in per_region.groupby("region", sort=True):
+            series.append((region, "time", frame, "time"))
+    param_of = runs.drop_duplicates("config_id").set_index("config_id")[params]
+    rows = []
+    for region, metric, frame, col in series:
+        for cid, group in frame.groupby("config_id", sort=False):
+            row = {"config_id": cid, **param_of.loc[cid].to_dict(), "region": region, "metric": metric}
+            row.update(_stats(group[col]))
+            row.update(n_runs=n_runs[cid], flagged=flagged[cid])
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out = out.sort_values(["region", "metric", *params], kind="stable").reset_index(drop=True)
+    return out
+
+
+def medians_wide(agg: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+    """The run-time medians, one row per configuration (region all, metric time)."""
+    sel = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
+    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", "flagged"]].reset_index(drop=True)
+
+
+def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """A GitHub-style Markdown table without the tabulate dependency."""
+    def cell(v: Any) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else format(v, floatfmt)
+        return str(v)
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def to_latex(df: pd.DataFrame, floatfmt: str = ".4g", caption: str = "") -> str:
+    """A booktabs LaTeX table (no jinja2 dependency)."""
+    def esc(v: Any) -> str:
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else format(v, floatfmt)
+        text = str(v)
+        for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#")):
+            text = text.replace(a, b)
+        return text
+    lines = [r"\begin{table}", r"\centering"]
+    if caption:
+        lines.append(r"\caption{" + esc(caption) + "}")
+    lines += [r"\begin{tabular}{" + "l" * len(df.columns) + "}", r"\toprule",
+              " & ".join(esc(c) for c in df.columns) + r" \\", r"\midrule"]
+    lines += [" & ".join(esc(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(df: pd.DataFrame, stem: str, caption: str = "") -> list[str]:
+    """Write ``stem``.csv, .md and .tex; returns the paths."""
+    paths = [f"{stem}.csv", f"{stem}.md", f"{stem}.tex"]
+    df.to_csv(paths[0], index=False)
+    with open(paths[1], "w") as fh:
+        fh.write(to_markdown(df))
+    with open(paths[2], "w") as fh:
+        fh.write(to_latex(df, caption=caption))
+    return paths

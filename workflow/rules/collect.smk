@@ -1,0 +1,50 @@
+localrules:
+    collect,
+    variability,
+    aggregate,
+
+
+rule collect:
+    input:
+        records=get_run_records,
+    output:
+        runs=f"{R}/tables/{{study}}/runs.csv",
+        ranks=f"{R}/tables/{{study}}/ranks.csv",
+        regions=f"{R}/tables/{{study}}/regions.csv",
+    log:
+        f"{R}/logs/collect/{{study}}.log",
+    script:
+        "../../scripts/collect.py"
+
+
+rule variability:
+    input:
+        runs=rules.collect.output.runs,
+    output:
+        table=f"{R}/tables/{{study}}/variability.csv",
+        summary=f"{R}/tables/{{study}}/variability_summary.csv",
+    params:
+        varied=lambda wc: STUDIES[wc.study].varied,
+        cv_threshold=SWEEP.cv_threshold,
+    log:
+        f"{R}/logs/variability/{{study}}.log",
+    script:
+        "../../scripts/variability.py"
+
+
+rule aggregate:
+    input:
+        runs=rules.collect.output.runs,
+        ranks=rules.collect.output.ranks,
+        regions=rules.collect.output.regions,
+        variability=rules.variability.output.table,
+    output:
+        aggregate=f"{R}/tables/{{study}}/aggregate.csv",
+        medians=f"{R}/tables/{{study}}/medians.csv",
+    params:
+        varied=lambda wc: STUDIES[wc.study].varied,
+        policy=SWEEP.cv_policy,
+    log:
+        f"{R}/logs/aggregate/{{study}}.log",
+    script:
+        "../../scripts/aggregate.py"

@@ -1,0 +1,69 @@
+import os
+import sys
+
+from perfsweep.config import ConfigError, load_config, load_config_file
+from perfsweep.runner import RunSpec
+
+PYTHON = sys.executable
+
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def _load_sweep():
+    """The validated sweep: --configfile if given (else config/config.yaml), --config on top."""
+    files = [os.path.relpath(f) for f in (workflow.overwrite_configfiles or [])]
+    try:
+        if files:
+            return load_config(dict(config), source=", ".join(files))
+        base = load_config_file(DEFAULT_CONFIG).raw
+        base.update(config)  # --config key=value overrides
+        return load_config(base, source=DEFAULT_CONFIG)
+    except ConfigError as exc:
+        sys.stderr.write(f"perfsweep: config error: {exc}\n")
+        sys.exit(2)
+
+
+SWEEP = _load_sweep()
+R = SWEEP.results
+STUDIES = {s.name: s for s in SWEEP.studies}
+CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.configurations()}
+
+
+wildcard_constraints:
+    study="|".join(STUDIES),
+    config="[^/]+",
+    rep=r"\d+",
+
+
+def get_run_records(wildcards):
+    """Every run record of one study: configurations x repetitions."""
+    study = STUDIES[wildcards.study]
+    return [
+        f"{R}/runs/{study.name}/{c.config_id}/rep{k}.json"
+        for c in study.configurations()
+        for k in range(study.repetitions)
+    ]
+
+
+def get_processes(wildcards):
+    return int(CONFIGS[(wildcards.study, wildcards.config)].params[SWEEP.processes])
+
+
+def get_run_spec(wildcards):
+    """The run's full launch spec as deterministic JSON (so a changed launch reruns the run)."""
+    spec = RunSpec.build(SWEEP, wildcards.study, wildcards.config, int(wildcards.rep))
+    return spec.to_json()
+
+
+def get_study_outputs(study):
+    t, f = f"{R}/tables/{study}", f"{R}/figures/{study}"
+    return [
+        f"{t}/runs.csv",
+        f"{t}/variability.csv",
+        f"{t}/medians.csv",
+        f"{f}/time_vs_parameters.png",
+    ]
+
+
+def get_final_outputs(wildcards):
+    return [p for s in STUDIES for p in get_study_outputs(s)]

@@ -3,7 +3,8 @@
 Usage::
 
     from perfsweep.runner import RunSpec, execute
-    spec = RunSpec.build(sweep, study="nm", config_id="n=200_m=1", repetition=0)
+    cfg = sweep.study("nm").configurations()[0]
+    spec = RunSpec.build(sweep, cfg, repetition=0)
     record = execute(spec, "results/runs/nm/n=200_m=1/rep0.json")
 
 ``execute`` always leaves a complete record: status ``ok``, ``failed`` (non-zero exit, unreadable
@@ -34,7 +35,7 @@ from typing import Any
 
 from perfsweep import __version__
 from perfsweep.apps.registry import BUILTIN_APPS
-from perfsweep.config import SweepConfig, format_value
+from perfsweep.config import Configuration, SweepConfig, format_value
 from perfsweep.records import RUN_SCHEMA, write_json_atomic
 
 TAIL = 2000
@@ -71,9 +72,8 @@ class RunSpec:
         return f"{self.study}/{self.config_id}/rep{self.repetition}"
 
     @classmethod
-    def build(cls, sweep: SweepConfig, study: str, config_id: str, repetition: int) -> "RunSpec":
-        cfg = {c.config_id: c for c in sweep.study(study).configurations()}[config_id]
-        params = cfg.params
+    def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
+        study, config_id, params = cfg.study, cfg.config_id, cfg.params
         archive = str(Path(sweep.results) / "archive" / study / config_id)
         fmt = {k: format_value(v) for k, v in params.items()}
         launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)

@@ -51,8 +51,8 @@ def get_processes(wildcards):
 
 def get_run_spec(wildcards):
     """The run's full launch spec as deterministic JSON (so a changed launch reruns the run)."""
-    spec = RunSpec.build(SWEEP, wildcards.study, wildcards.config, int(wildcards.rep))
-    return spec.to_json()
+    cfg = CONFIGS[(wildcards.study, wildcards.config)]
+    return RunSpec.build(SWEEP, cfg, int(wildcards.rep)).to_json()
 
 
 def get_study_outputs(study):

@@ -1,0 +1,32 @@
+# Fresh Debian machine: `make run` (set up + run the default sweep), `make test` (set up + tests).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.perfsweep-installed
+CONFIG ?= config/config.yaml
+CORES  ?= $(shell nproc)
+
+.PHONY: setup run test test-fast dryrun-paper report clean-results
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/perfsweep run $(CONFIG) --cores $(CORES)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not slurm"
+
+dryrun-paper: setup
+	$(BIN)/snakemake -n -q --configfile config/ms2-paper.yaml
+
+clean-results:
+	@echo "results/ holds raw run records; remove it by hand if you really mean it: rm -rf results"

@@ -1,0 +1,54 @@
+"""The sweep is incremental by construction: the real Snakemake, run twice, counting benchmark runs."""
+
+import re
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import snakemake
+
+pytestmark = pytest.mark.slow
+
+APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok')"
+
+
+def write_config(path, results, *, n=(1, 2), k=2, cv=0.1):
+    cfg = {
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"{APP}\" {{n}} {{m}}"},
+        "parameters": {"n": 1, "m": 1},
+        "studies": {"nm": {"vary": {"n": list(n), "m": [1, 2]}}},
+        "repetitions": k,
+        "variability": {"cv_threshold": cv},
+        "results": str(results),
+    }
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def run_jobs(cfgfile, cwd):
+    """Run the workflow; return how many benchmark runs Snakemake executed."""
+    proc = snakemake("--cores", "2", "--configfile", cfgfile, cwd=cwd)
+    return len(re.findall(r"^\s*(?:local)?rule run:", proc.stdout + proc.stderr, re.MULTILINE))
+
+
+def test_reruns_only_what_changed(tmp_path):
+    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
+    write_config(cfg, results)
+    assert run_jobs(cfg, tmp_path) == 8  # 2 n x 2 m x k=2
+    assert run_jobs(cfg, tmp_path) == 0  # nothing changed
+
+    write_config(cfg, results, cv=0.5)  # the CV threshold: no benchmark reruns, the table does
+    assert run_jobs(cfg, tmp_path) == 0
+    var = pd.read_csv(results / "tables" / "nm" / "variability.csv")
+    assert set(var["cv_threshold"]) == {0.5}
+
+    write_config(cfg, results, n=(1, 2, 3), cv=0.5)  # a new parameter value: only its configurations
+    assert run_jobs(cfg, tmp_path) == 4  # n=3 x 2 m x k=2
+    assert len(pd.read_csv(results / "tables" / "nm" / "medians.csv")) == 6
+
+    write_config(cfg, results, n=(1, 2, 3), k=3, cv=0.5)  # raise k: only the new repetitions
+    assert run_jobs(cfg, tmp_path) == 6  # 6 configurations x 1 new repetition
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert len(runs) == 18 and set(runs["status"]) == {"ok"}
+    assert len(list((results / "archive").rglob("*.json"))) == 18  # every run once, nothing overwritten

@@ -1,4 +1,5 @@
 import copy
+import re
 import subprocess
 import sys
 
@@ -110,3 +111,10 @@ def test_snakemake_stops_before_any_job_on_bad_config(tmp_path):
     assert lines == ["perfsweep: config error: bad.yaml: studies.nm.vary.x: unknown parameter 'x' (known: n, m, d, c, p)"]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+def test_paper_config_plans_all_runs(tmp_path):
+    proc = snakemake("-n", "--configfile", REPO / "config" / "ms2-paper.yaml", cwd=tmp_path, timeout=300)
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout, re.MULTILINE))
+    assert counts["run"] == "6480" and counts["collect"] == "8"

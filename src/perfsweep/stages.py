@@ -38,10 +38,25 @@ def collect(records: Iterable[PathLike], runs: PathLike, ranks: PathLike, region
 
 
 def variability(runs: PathLike, table: PathLike, summary: PathLike, varied: list[str],
-                cv_threshold: float) -> None:
+                cv_threshold: float, study: str | None = None) -> None:
     var = tables.variability(_read(runs), varied, cv_threshold)
     tables.write_table(var, _stem(table), caption="Coefficient of variation per configuration")
-    tables.variability_summary(var).to_csv(summary, index=False)
+    summ = tables.variability_summary(var)
+    summ.to_csv(summary, index=False)
+    print(progress_line(study or Path(table).parent.name, var), flush=True)
+
+
+def progress_line(study: str, var: pd.DataFrame) -> str:
+    """One line per finished study for people following a long sweep."""
+    runs, failed = int(var["n_runs"].sum()), int(var["n_failed"].sum())
+    line = f"perfsweep: study {study} measured: {runs - failed}/{runs} runs ok, {failed} failed"
+    cv = var.dropna(subset=["cv"])
+    if len(cv):
+        worst = cv.loc[cv["cv"].idxmax()]
+        line += (f"; worst CV {100 * worst['cv']:.1f} % ({worst['config_id']}),"
+                 f" {int(var['flagged'].sum())} of {len(var)} configurations above"
+                 f" {100 * var['cv_threshold'].iloc[0]:g} %")
+    return line
 
 
 def aggregate(runs: PathLike, ranks: PathLike, regions: PathLike, variability: PathLike,

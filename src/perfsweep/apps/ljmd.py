@@ -1,0 +1,350 @@
+"""ljmd: an ms2-like Lennard-Jones molecular-dynamics proxy app, parallelised by force decomposition.
+
+    mpiexec -n 2 python -m perfsweep.apps.ljmd --n 1000 --m 2 --d 0.5 --c 2.0 --steps 20 --report r.json
+
+The model (seed 001, §2-3.1): n rigid molecules, each with m Lennard-Jones sites on a regular m-gon of
+edge ``s`` (circumradius r = s / (2 sin(pi/m)); m = 1 is one site at the centre), in a cubic periodic
+box of side L = (n/d)^(1/3) at reduced density d. Sites of different molecules interact through the
+truncated and shifted LJ potential 4(r^-12 - r^-6) with cut-off c (reduced units: sigma = epsilon =
+site mass = 1). All molecules keep one fixed orientation and move by translation (velocity Verlet on
+the centres); the potential then depends on the centres only, so energy is conserved and no torques
+arise. This keeps the cost structure of ms2 (m^2 site pairs per molecule pair, d c^3 neighbours) with
+a small, checkable code.
+
+Parallelisation as in ms2 (Plimpton's force decomposition): every rank holds all coordinates; rank k
+builds the neighbour pairs of its contiguous block of molecules with cell lists (each unordered pair is
+owned by one of its two molecules, chosen by the parity of i + j, which balances the work; Verlet lists
+with a skin are rebuilt only when a molecule has moved half the skin), computes
+their site-site forces, and the contributions are summed with Allreduce. Every rank then integrates
+all molecules (replicated data). Rank 0 writes a small trajectory and energy file every ``io_every``
+steps after a Barrier, as ms2 writes its results. Work per rank grows like n d c^3 m^2 / p.
+
+Timed per rank (perfsweep.apps.instrument): phases init, compute, io, comm (per collective), and the
+regions setup, step/neighbours, step/forces, step/integrate, step/output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from perfsweep.apps.instrument import RankTimer, write_app_report
+
+SITE_EDGE = 0.1  # edge of the site polygon in sigma (ms2's 0.1 Angstrom is ~0.03 sigma; 0.1 is visible)
+SKIN = 0.3  # Verlet-list skin in sigma: neighbour lists are rebuilt only when a molecule moved skin/2
+PAIR_CHUNK = 400_000  # site pairs evaluated per numpy batch: bounds memory at ~ 100 MB
+
+
+@dataclass(frozen=True)
+class Params:
+    n: int
+    m: int
+    d: float
+    c: float
+    steps: int = 20
+    dt: float = 0.002
+    temperature: float = 1.0
+    io_every: int = 10
+    threads: int = 1
+    seed: int = 12345
+
+    @property
+    def box(self) -> float:
+        return (self.n / self.d) ** (1.0 / 3.0)
+
+
+class ParamError(ValueError):
+    pass
+
+
+def validate(p: Params) -> None:
+    if p.n < 2:
+        raise ParamError(f"--n {p.n}: need at least 2 molecules")
+    if p.m < 1:
+        raise ParamError(f"--m {p.m}: need at least 1 site per molecule")
+    if not p.d > 0:
+        raise ParamError(f"--d {p.d}: density must be > 0")
+    if not p.c > 0:
+        raise ParamError(f"--c {p.c}: cut-off must be > 0")
+    reach = p.c + 2 * site_radius(p.m) + SKIN
+    if reach >= p.box / 2:
+        raise ParamError(
+            f"--c {p.c}: cut-off plus molecule diameter {reach:.3g} must be < half the box "
+            f"{p.box / 2:.3g} (box of n={p.n} at d={p.d}); raise n or d, or lower c"
+        )
+    if p.steps < 1 or p.dt <= 0 or p.threads < 1 or p.io_every < 1:
+        raise ParamError("--steps, --dt, --threads and --io-every must be positive")
+
+
+def site_radius(m: int, edge: float = SITE_EDGE) -> float:
+    """Circumradius of the regular m-gon with the given edge (0 for a single site)."""
+    return 0.0 if m == 1 else edge / (2.0 * math.sin(math.pi / m))
+
+
+def site_offsets(m: int, edge: float = SITE_EDGE) -> np.ndarray:
+    """Site positions relative to the centre: the vertices of a regular m-gon in the xy plane."""
+    r = site_radius(m, edge)
+    k = np.arange(m)
+    return np.stack([r * np.cos(2 * np.pi * k / m), r * np.sin(2 * np.pi * k / m), np.zeros(m)], axis=1)
+
+
+def initial_state(p: Params) -> tuple[np.ndarray, np.ndarray]:
+    """Centres on a simple cubic lattice with small jitter; Maxwell velocities at the temperature."""
+    rng = np.random.default_rng(p.seed)
+    side = math.ceil(p.n ** (1.0 / 3.0))
+    a = p.box / side
+    grid = np.stack(np.meshgrid(*(np.arange(side),) * 3, indexing="ij"), axis=-1).reshape(-1, 3)[: p.n]
+    x = (grid + 0.5) * a + rng.uniform(-0.05, 0.05, (p.n, 3)) * a
+    mass = float(p.m)
+    v = rng.normal(0.0, math.sqrt(p.temperature / mass), (p.n, 3))
+    v -= v.mean(axis=0)
+    return x % p.box, v
+
+
+def _owned(i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Each unordered pair once: i owns (i, j) if j > i and i + j is even, or j < i and i + j is odd."""
+    odd = ((i + j) & 1).astype(bool)
+    return np.where(odd, j < i, j > i)
+
+
+def neighbour_pairs(x: np.ndarray, block: np.ndarray, box: float, reach: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i in block, j) of molecule centres closer than ``reach``, each unordered pair owned once.
+
+    Cell lists with cells of side >= reach; all pairs when fewer than 3 cells fit per side.
+    """
+    n = len(x)
+    ncell = int(box // reach)
+    if ncell < 3:
+        i = np.repeat(block, n)
+        j = np.tile(np.arange(n), len(block))
+    else:
+        cell3 = np.floor(x / (box / ncell)).astype(np.int64) % ncell
+        cell = (cell3[:, 0] * ncell + cell3[:, 1]) * ncell + cell3[:, 2]
+        order = np.argsort(cell, kind="stable")
+        counts = np.bincount(cell, minlength=ncell ** 3)
+        starts = np.cumsum(counts) - counts
+        home = cell3[block]
+        i_parts, j_parts = [], []
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for dz in (-1, 0, 1):
+                    nb3 = (home + (dx, dy, dz)) % ncell
+                    nb = (nb3[:, 0] * ncell + nb3[:, 1]) * ncell + nb3[:, 2]
+                    cnt = counts[nb]
+                    total = int(cnt.sum())
+                    if total == 0:
+                        continue
+                    first = np.repeat(starts[nb], cnt)
+                    within = np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+                    i_parts.append(np.repeat(block, cnt))
+                    j_parts.append(order[first + within])
+        i = np.concatenate(i_parts)
+        j = np.concatenate(j_parts)
+    keep = (i != j) & _owned(i, j)
+    i, j = i[keep], j[keep]
+    dr = x[j] - x[i]
+    dr -= box * np.round(dr / box)
+    close = np.einsum("ij,ij->i", dr, dr) < reach * reach
+    return i[close], j[close]
+
+
+def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray, box: float,
+                cutoff: float) -> tuple[np.ndarray, float]:
+    """Total force on each molecule from the given pairs (n x 3) and their potential energy."""
+    n = len(x)
+    m = len(offsets)
+    site_shift = (offsets[None, :, :] - offsets[:, None, :]).reshape(-1, 3)  # o_b - o_a for (a, b)
+    c2 = cutoff * cutoff
+    shift = 4.0 * (cutoff ** -12 - cutoff ** -6)
+    force = np.zeros((n, 3))
+    energy = 0.0
+    step = max(1, PAIR_CHUNK // (m * m))
+    for lo in range(0, len(i), step):
+        ii, jj = i[lo:lo + step], j[lo:lo + step]
+        dr = x[jj] - x[ii]
+        dr -= box * np.round(dr / box)
+        d = dr[:, None, :] + site_shift[None, :, :]  # (pairs, m*m, 3): site of j minus site of i
+        r2 = np.einsum("pkc,pkc->pk", d, d)
+        inside = r2 < c2
+        inv2 = np.where(inside, 1.0 / np.where(inside, r2, 1.0), 0.0)
+        inv6 = inv2 * inv2 * inv2
+        energy += float(np.sum(np.where(inside, 4.0 * inv6 * (inv6 - 1.0) - shift, 0.0)))
+        fmag = 24.0 * inv6 * (2.0 * inv6 - 1.0) * inv2  # -dU/dr / r
+        f_on_j = np.einsum("pk,pkc->pc", fmag, d)
+        for axis in range(3):
+            force[:, axis] += np.bincount(jj, weights=f_on_j[:, axis], minlength=n)
+            force[:, axis] -= np.bincount(ii, weights=f_on_j[:, axis], minlength=n)
+    return force, energy
+
+
+class ForceField:
+    """This rank's share of the forces, optionally split over threads (numpy releases the GIL)."""
+
+    def __init__(self, p: Params, rank: int, size: int, timer: RankTimer) -> None:
+        self.p = p
+        self.offsets = site_offsets(p.m)
+        self.reach = p.c + 2 * site_radius(p.m) + SKIN
+        self.pairs_ij: tuple[np.ndarray, np.ndarray] | None = None
+        self.x_built: np.ndarray | None = None
+        self.rebuilds = 0
+        lo, hi = rank * p.n // size, (rank + 1) * p.n // size
+        self.block = np.arange(lo, hi)
+        self.timer = timer
+        self.pool = ThreadPoolExecutor(p.threads) if p.threads > 1 else None
+        self.useful = np.zeros(p.threads)
+        self.pairs = 0
+
+    def _stale(self, x: np.ndarray) -> bool:
+        """Verlet list: rebuild once any molecule may have moved half the skin since the last build."""
+        if self.x_built is None:
+            return True
+        dx = x - self.x_built
+        dx -= self.p.box * np.round(dx / self.p.box)
+        return float(np.max(np.einsum("ij,ij->i", dx, dx))) > (0.5 * SKIN) ** 2
+
+    def _work(self, k: int, x: np.ndarray, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, float]:
+        t0 = time.perf_counter()
+        out = pair_forces(x, i, j, self.offsets, self.p.box, self.p.c)
+        self.useful[k] += time.perf_counter() - t0
+        return out
+
+    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        with self.timer.region("neighbours"):
+            if self._stale(x):
+                self.pairs_ij = neighbour_pairs(x, self.block, self.p.box, self.reach)
+                self.x_built = x.copy()
+                self.rebuilds += 1
+            i, j = self.pairs_ij
+        self.pairs = len(i)
+        with self.timer.region("forces"):
+            if self.pool is None:
+                return self._work(0, x, i, j)
+            parts = np.array_split(np.arange(len(i)), self.p.threads)
+            futures = [self.pool.submit(self._work, k, x, i[s], j[s]) for k, s in enumerate(parts)]
+            results = [f.result() for f in futures]
+            return sum(r[0] for r in results), sum(r[1] for r in results)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
+def run(p: Params, comm, timer: RankTimer, out_dir: str) -> dict[str, float]:
+    """Integrate ``p.steps`` velocity-Verlet steps; returns energies (on every rank)."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    mass = float(p.m)
+    with timer.phase("init"), timer.region("setup"):
+        if rank == 0:
+            x, v = initial_state(p)
+        else:
+            x, v = np.empty((p.n, 3)), np.empty((p.n, 3))
+        field = ForceField(p, rank, size, timer)
+        total_f = np.empty((p.n, 3))
+        buf = np.empty(1)
+    with timer.comm("Bcast"):
+        comm.Bcast(x, root=0)
+        comm.Bcast(v, root=0)
+
+    def forces(pos: np.ndarray) -> float:
+        with timer.phase("compute"):
+            f_local, e_local = field(pos)
+        with timer.comm("Allreduce"):
+            comm.Allreduce(f_local, total_f, op=MPI.SUM)
+        with timer.comm("Reduce"):
+            buf[0] = e_local
+            e = np.empty(1) if rank == 0 else None
+            comm.Reduce(buf, e, op=MPI.SUM, root=0)
+        return float(e[0]) if rank == 0 else float("nan")
+
+    trajectory = None
+    with timer.region("step"):
+        potential = forces(x)
+    e0 = potential + 0.5 * mass * float(np.sum(v * v))
+    energy = e0
+    for step in range(1, p.steps + 1):
+        with timer.region("step"):
+            with timer.phase("compute"), timer.region("integrate"):
+                v += 0.5 * p.dt * total_f / mass
+                x += p.dt * v
+                x %= p.box
+            potential = forces(x)
+            with timer.phase("compute"), timer.region("integrate"):
+                v += 0.5 * p.dt * total_f / mass
+                kinetic = 0.5 * mass * float(np.sum(v * v))
+                energy = potential + kinetic
+            if step % p.io_every == 0 or step == p.steps:
+                with timer.comm("Barrier"):
+                    comm.Barrier()
+                with timer.phase("io"), timer.region("output"):
+                    if rank == 0:
+                        if trajectory is None:
+                            trajectory = open(os.path.join(out_dir, "trajectory.bin"), "ab")
+                            log = open(os.path.join(out_dir, "energy.dat"), "a")
+                        x.astype(np.float32).tofile(trajectory)
+                        log.write(f"{step} {potential:.10g} {kinetic:.10g} {energy:.10g}\n")
+                        trajectory.flush()
+                        log.flush()
+    if trajectory is not None:
+        trajectory.close()
+        log.close()
+    field.close()
+    timer.threads = [{"thread": k, "useful": float(t)} for k, t in enumerate(field.useful)] if p.threads > 1 else None
+    drift = abs(energy - e0) / max(abs(e0), 0.5 * mass * p.n * 3 * p.temperature) if rank == 0 else float("nan")
+    return {"initial_energy": e0, "final_energy": energy, "energy_drift": drift, "pairs_last_step_rank": field.pairs,
+            "neighbour_rebuilds": field.rebuilds,
+            "centre_checksum": float(np.sum(x))}
+
+
+def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
+    ap = argparse.ArgumentParser(prog="python -m perfsweep.apps.ljmd", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, required=True, help="molecules")
+    ap.add_argument("--m", type=int, required=True, help="LJ sites per molecule")
+    ap.add_argument("--d", type=float, required=True, help="reduced density")
+    ap.add_argument("--c", type=float, required=True, help="reduced cut-off radius")
+    ap.add_argument("--steps", type=int, default=Params.steps)
+    ap.add_argument("--dt", type=float, default=Params.dt)
+    ap.add_argument("--temperature", type=float, default=Params.temperature)
+    ap.add_argument("--io-every", dest="io_every", type=int, default=Params.io_every)
+    ap.add_argument("--threads", type=int, default=Params.threads, help="threads per rank")
+    ap.add_argument("--seed", type=int, default=Params.seed)
+    ap.add_argument("--out-dir", help="where rank 0 writes trajectory/energy (default: a temp dir, removed)")
+    ap.add_argument("--report", help="JSON timings report (default: print to stdout)")
+    ns = ap.parse_args(argv)
+    fields = {k: getattr(ns, k) for k in Params.__dataclass_fields__}
+    return Params(**fields), ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        p, ns = parse_args(argv)
+        validate(p)
+    except ParamError as exc:
+        print(f"ljmd: {exc}", file=sys.stderr)
+        return 2
+    timer = RankTimer()
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    with tempfile.TemporaryDirectory(prefix="ljmd-") as tmp:
+        out_dir = ns.out_dir or tmp
+        if ns.out_dir and comm.Get_rank() == 0:
+            os.makedirs(out_dir, exist_ok=True)
+        result = run(p, comm, timer, out_dir)
+        params = asdict(p)
+        params.update(p=comm.Get_size(), box=p.box, site_edge=SITE_EDGE)
+        write_app_report(comm, timer, ns.report, app="ljmd", parameters=params, extra=result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

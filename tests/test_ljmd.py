@@ -1,0 +1,121 @@
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perfsweep.apps import ljmd
+
+MPIEXEC = str(__import__("pathlib").Path(sys.executable).with_name("mpiexec"))
+
+
+def test_mgon_geometry():
+    assert ljmd.site_radius(1) == 0.0
+    for m in (2, 3, 4, 6):
+        off = ljmd.site_offsets(m, edge=0.1)
+        edges = np.linalg.norm(off - np.roll(off, 1, axis=0), axis=1)
+        assert np.allclose(edges, 0.1) or m == 2  # a 2-gon's "edge" is its diameter
+        assert np.allclose(np.linalg.norm(off, axis=1), 0.1 / (2 * math.sin(math.pi / m)))
+        assert np.allclose(off.mean(axis=0), 0.0)
+
+
+def test_box_from_density():
+    p = ljmd.Params(n=1000, m=1, d=0.5, c=2.0)
+    assert p.box == pytest.approx((1000 / 0.5) ** (1 / 3))
+
+
+def brute_pairs(x, box, reach):
+    n = len(x)
+    out = set()
+    for i in range(n):
+        dr = x - x[i]
+        dr -= box * np.round(dr / box)
+        for j in np.nonzero(np.einsum("ij,ij->i", dr, dr) < reach * reach)[0]:
+            if j != i:
+                out.add((min(i, j), max(i, j)))
+    return out
+
+
+@pytest.mark.parametrize("n, d, reach", [(300, 0.5, 2.0), (60, 0.5, 1.5)])  # cell lists / all pairs
+def test_neighbour_pairs_match_brute_force_each_pair_once(n, d, reach):
+    p = ljmd.Params(n=n, m=1, d=d, c=reach)
+    x, _ = ljmd.initial_state(p)
+    found = []
+    for rank in range(3):  # three blocks together must cover every pair exactly once
+        block = np.arange(rank * n // 3, (rank + 1) * n // 3)
+        i, j = ljmd.neighbour_pairs(x, block, p.box, reach)
+        found += [(min(a, b), max(a, b)) for a, b in zip(i, j)]
+    assert len(found) == len(set(found))
+    assert set(found) == brute_pairs(x, p.box, reach)
+
+
+def test_newton_third_law_and_energy_conservation():
+    p = ljmd.Params(n=120, m=3, d=0.4, c=2.0, dt=0.001, steps=200)
+    x, v = ljmd.initial_state(p)
+    offsets = ljmd.site_offsets(p.m)
+    reach = p.c + 2 * ljmd.site_radius(p.m)
+    i, j = ljmd.neighbour_pairs(x, np.arange(p.n), p.box, reach)
+    f, e = ljmd.pair_forces(x, i, j, offsets, p.box, p.c)
+    assert np.allclose(f.sum(axis=0), 0.0, atol=1e-8 * np.abs(f).max())
+    # force = -grad U, checked by a finite difference on one molecule
+    h = 1e-6
+    x2 = x.copy()
+    x2[5, 0] += h
+    i2, j2 = ljmd.neighbour_pairs(x2, np.arange(p.n), p.box, reach)
+    _, e2 = ljmd.pair_forces(x2, i2, j2, offsets, p.box, p.c)
+    assert -(e2 - e) / h == pytest.approx(f[5, 0], rel=1e-3, abs=1e-4)
+
+
+def run_ljmd(tmp_path, nprocs, *args):
+    report = tmp_path / f"r{nprocs}.json"
+    cmd = [MPIEXEC, "-n", str(nprocs), sys.executable, "-m", "perfsweep.apps.ljmd", *map(str, args),
+           "--report", str(report)]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    return json.loads(report.read_text())
+
+
+@pytest.mark.slow
+def test_energy_is_conserved_over_200_steps(tmp_path):
+    r = run_ljmd(tmp_path, 1, "--n", 150, "--m", 2, "--d", 0.4, "--c", 2.0, "--steps", 200, "--dt", 0.001)
+    assert r["extra"]["energy_drift"] < 1e-3
+
+
+def test_two_ranks_record_and_same_physics_as_one(tmp_path):
+    args = ["--n", 400, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 12, "--io-every", 5]
+    one = run_ljmd(tmp_path, 1, *args)
+    two = run_ljmd(tmp_path, 2, *args)
+    assert two["nprocs"] == 2 and [r["rank"] for r in two["ranks"]] == [0, 1]
+    assert two["mpi"]["library"] == "MPICH"
+    assert two["extra"]["final_energy"] == pytest.approx(one["extra"]["final_energy"], rel=1e-9)
+    assert two["extra"]["centre_checksum"] == pytest.approx(one["extra"]["centre_checksum"], rel=1e-12)
+    for rank in two["ranks"]:
+        phases = [rank[k] for k in ("init", "compute", "io", "comm")]
+        assert all(t >= 0 for t in phases) and rank["compute"] > 0 and rank["comm"] > 0
+        assert sum(phases) <= rank["total"] + 1e-9
+        assert set(rank["comm_ops"]) == {"Bcast", "Allreduce", "Reduce", "Barrier"}
+        assert {"setup", "step", "step/forces", "step/neighbours", "step/integrate"} <= set(rank["regions"])
+    assert two["ranks"][0]["io"] > 0 and two["ranks"][1]["io"] == pytest.approx(0, abs=1e-4)
+    assert two["time"] == max(r["total"] for r in two["ranks"])
+
+
+def test_threads_give_the_same_forces_and_record_useful_time(tmp_path):
+    args = ["--n", 300, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 5]
+    serial = run_ljmd(tmp_path, 1, *args)
+    threaded = run_ljmd(tmp_path, 1, *args, "--threads", 2)
+    assert threaded["extra"]["final_energy"] == pytest.approx(serial["extra"]["final_energy"], rel=1e-9)
+    threads = threaded["ranks"][0]["threads"]
+    assert [t["thread"] for t in threads] == [0, 1] and all(t["useful"] > 0 for t in threads)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--d", "-0.5"], "ljmd: --d -0.5: density must be > 0"),
+    (["--c", "9"], "ljmd: --c 9.0: cut-off plus molecule diameter"),
+])
+def test_bad_arguments_exit_2_with_one_line(args, message):
+    base = {"--n": "100", "--m": "1", "--d": "0.5", "--c": "2"}
+    base.update(dict(zip(args[::2], args[1::2])))
+    proc = subprocess.run([sys.executable, "-m", "perfsweep.apps.ljmd", *sum(base.items(), ())],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith(message) and "Traceback" not in proc.stderr

@@ -5,6 +5,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/plots.smk"
+include: "workflow/rules/overhead.smk"
 
 
 rule all:

@@ -16,8 +16,6 @@ then raised so that Snakemake retries the job.
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import datetime as _dt
 import json
 import os
@@ -29,14 +27,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfsweep import __version__
-from perfsweep.apps.registry import BUILTIN_APPS
-from perfsweep.config import Configuration, SweepConfig, format_value
 from perfsweep.records import RUN_SCHEMA, write_json_atomic
+
+if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
+    from perfsweep.config import Configuration, SweepConfig
 
 TAIL = 2000
 
@@ -61,7 +60,7 @@ class RunSpec:
 
     def to_json(self) -> str:
         """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
@@ -73,6 +72,9 @@ class RunSpec:
 
     @classmethod
     def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
+        from perfsweep.apps.registry import BUILTIN_APPS
+        from perfsweep.config import format_value
+
         study, config_id, params = cfg.study, cfg.config_id, cfg.params
         archive = str(Path(sweep.results) / "archive" / study / config_id)
         fmt = {k: format_value(v) for k, v in params.items()}
@@ -176,7 +178,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                       stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
         status, error = "ok", None
         if rc is None:
-            status, error = "timeout", f"killed after the timeout of {format_value(spec.timeout)} s"
+            status, error = "timeout", f"killed after the timeout of {spec.timeout:g} s"
         elif rc != 0:
             last = (err.strip().splitlines() or ["(no stderr)"])[-1]
             status, error = "failed", f"exit code {rc}: {last[:300]}"
@@ -229,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     Exit 0 when a record was written (also for a failed run on its last attempt: the failure record is
     the result), 1 when a failed attempt was archived and should be retried.
     """
+    import argparse
+
     ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
     ap.add_argument("--spec", required=True, help="RunSpec as JSON (RunSpec.to_json)")
     ap.add_argument("--output", required=True)

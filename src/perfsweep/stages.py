@@ -71,3 +71,34 @@ def plot_sweep(runs: PathLike, medians: PathLike, figure: PathLike, varied: list
     from perfsweep.plots.sweep import time_vs_parameters
 
     time_vs_parameters(_read(runs), _read(medians), varied, study, figure)
+
+
+def overhead(medians: PathLike, fits: PathLike, curves: PathLike, figure: PathLike, varied: list[str],
+             processes: str, study: str) -> None:
+    """Höfinger overhead model per combination of the study's other varied parameters (seed 003)."""
+    from perfsweep.overhead import fit_per_group
+    from perfsweep.plots.overhead import draw_overhead
+    from perfsweep.plots.style import new_figure, save_figure
+
+    med = _read(medians)
+    others = [v for v in varied if v != processes]
+    fit_df, curve_df, results = fit_per_group(med, processes, "median", others)
+    tables.write_table(fit_df, _stem(fits), caption=f"Overhead model per group, study {study}")
+    curve_df.to_csv(curves, index=False)
+    n = max(1, len(results))
+    ncols = min(3, n)
+    fig, axes = new_figure(ncols=ncols, nrows=(n + ncols - 1) // ncols, width=5.2, height=4.2)
+    plotted = []
+    for ax, (label, res) in zip(axes.flat, results.items()):
+        plotted.append(draw_overhead(ax, f"{study} ({label})", res, triples=1))
+    for ax in list(axes.flat)[len(results):]:
+        ax.axis("off")
+        if not results:
+            ax.text(0.5, 0.5, "no group with p = 1 and >= 3 points with p > 1", ha="center", va="center")
+    save_figure(fig, figure, pd.concat(plotted, ignore_index=True) if plotted else pd.DataFrame())
+
+
+def paper_hofinger(table: PathLike, out_dir: PathLike) -> None:
+    from perfsweep.reproduce.hofinger import reproduce_hofinger
+
+    reproduce_hofinger(table, out_dir)

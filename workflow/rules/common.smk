@@ -55,14 +55,26 @@ def get_run_spec(wildcards):
     return RunSpec.build(SWEEP, cfg, int(wildcards.rep)).to_json()
 
 
+def varies_processes(study):
+    return SWEEP.processes in STUDIES[study].vary
+
+
+def get_paper_input(key, default):
+    """A reference-data path from the config's paper: section (relative to the working directory)."""
+    return SWEEP.extra["paper"].get(key, default)
+
+
 def get_study_outputs(study):
     t, f = f"{R}/tables/{study}", f"{R}/figures/{study}"
-    return [
+    out = [
         f"{t}/runs.csv",
         f"{t}/variability.csv",
         f"{t}/medians.csv",
         f"{f}/time_vs_parameters.png",
     ]
+    if varies_processes(study):
+        out.append(f"{R}/overhead/{study}/overhead.png")
+    return out
 
 
 def get_final_outputs(wildcards):

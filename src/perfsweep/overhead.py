@@ -1,0 +1,305 @@
+"""Parallel overhead from execution times alone: the model of Höfinger, Ruh and Haunschmid (seed 003).
+
+The model (Eq. 1-3), for n processes, single-process time t_1, serial fraction f (f_s), and b, c >= 0::
+
+    t_A(n) = f t_1 + (1 - f) t_1 / n                                   (Amdahl)
+    D(n)   = (1 + c - b) n + (b + c + c^2)
+    t(n)   = t_A(n) [1 + b (n - 1) / D(n)] = t_A(n) (1 + c)(n + c) / D(n)
+    tau(n) = t_A(n) b (n - 1) / D(n)          so  tau/t = b (n - 1) / ((1 + c)(n + c))
+
+The paper's printed Eq. 5 and Eq. 7 do not follow from Eq. 1 (see ../shared/DESIGN.md §2). We solve a
+triple of points exactly through a linear system instead: with m = n - 1, y = n t_n / t_1,
+alpha = 1/(1+c), beta = (1+c-b)/(1+c)^2, Eq. 1 reads y = (1 + f m)(1 + alpha m)/(1 + beta m), which is
+linear in (u = f + alpha, v = f alpha, beta):  u + v m - beta y = (y - 1)/m. f and alpha are the roots
+of z^2 - u z + v; the model is symmetric in f and alpha, so each solution has a *twin* with the same
+t(n) everywhere but another tau(n). Both twins are reported.
+
+Usage::
+
+    from perfsweep.overhead import fit_least_squares, triple_method
+    fit = fit_least_squares(n, t, t1)          # bounded multi-start least squares
+    tri = triple_method(n, t, t1)              # every triple, ranked by RMSD over all points
+    print(fit.f_s, fit.b, fit.c, fit.rmsd, tri.considered, tri.misses, tri.best(2))
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+
+class OverheadError(ValueError):
+    """Input that the overhead model cannot be fitted to (one-line message)."""
+
+
+# ---------------------------------------------------------------- the model
+
+def amdahl(n, t1: float, f: float):
+    n = np.asarray(n, dtype=float)
+    return f * t1 + (1.0 - f) * t1 / n
+
+
+def model_time(n, t1: float, f: float, b: float, c: float):
+    """t(n) of Eq. 1 (t(1) = t_1 for any parameters)."""
+    n = np.asarray(n, dtype=float)
+    return amdahl(n, t1, f) * (1.0 + c) * (n + c) / ((1.0 + c - b) * n + (b + c + c * c))
+
+
+def model_overhead(n, t1: float, f: float, b: float, c: float):
+    """tau(n) of Eq. 3: the parallel overhead contained in t(n)."""
+    n = np.asarray(n, dtype=float)
+    return amdahl(n, t1, f) * b * (n - 1.0) / ((1.0 + c - b) * n + (b + c + c * c))
+
+
+def rmsd(n, t, t1: float, f: float, b: float, c: float) -> float:
+    """Eq. 8 over the given points."""
+    return float(np.sqrt(np.mean((np.asarray(t, float) - model_time(n, t1, f, b, c)) ** 2)))
+
+
+def karp_flatt(n, t, t1: float):
+    """Experimentally determined serial fraction e(n) = (1/S - 1/n) / (1 - 1/n), S = t_1 / t(n)."""
+    n = np.asarray(n, dtype=float)
+    s = t1 / np.asarray(t, dtype=float)
+    return (1.0 / s - 1.0 / n) / (1.0 - 1.0 / n)
+
+
+# ---------------------------------------------------------------- input checks
+
+def check_points(n, t, t1: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Validate and return the points with n > 1 (sorted) and t_1."""
+    n = np.asarray(n, dtype=float)
+    t = np.asarray(t, dtype=float)
+    if n.shape != t.shape or n.ndim != 1:
+        raise OverheadError(f"n and t must be 1-D of the same length (got {n.shape} and {t.shape})")
+    if t1 is None or not np.isfinite(t1):
+        raise OverheadError("no t_1: the single-process time is required (a run with n = 1)")
+    if t1 <= 0 or np.any(~np.isfinite(t)) or np.any(t <= 0):
+        bad = t1 if t1 <= 0 else t[~(np.isfinite(t) & (t > 0))][0]
+        raise OverheadError(f"times must be positive and finite (got {bad})")
+    if len(np.unique(n)) != len(n):
+        dup = [v for v in n if np.sum(n == v) > 1][0]
+        raise OverheadError(f"duplicate n = {dup:g}: give one time per process count")
+    if np.any(n < 1) or np.any(n != np.round(n)):
+        raise OverheadError("process counts n must be whole numbers >= 1")
+    keep = n > 1
+    n, t = n[keep], t[keep]
+    if len(n) < 3:
+        raise OverheadError(f"need at least 3 points with n > 1 (got {len(n)})")
+    order = np.argsort(n)
+    return n[order], t[order], float(t1)
+
+
+# ---------------------------------------------------------------- least squares
+
+@dataclass
+class OverheadFit:
+    method: str
+    t1: float
+    f_s: float
+    b: float
+    c: float
+    rmsd: float
+    amdahl_f: float
+    amdahl_rmsd: float
+    n_points: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fit_amdahl(n, t, t1: float) -> tuple[float, float]:
+    """Least-squares serial fraction of Amdahl's law (closed form, clipped to [0, 1]) and its RMSD."""
+    n, t = np.asarray(n, float), np.asarray(t, float)
+    x = t1 * (1.0 - 1.0 / n)
+    f = float(np.clip(np.dot(x, t - t1 / n) / np.dot(x, x), 0.0, 1.0))
+    return f, float(np.sqrt(np.mean((t - amdahl(n, t1, f)) ** 2)))
+
+
+def fit_least_squares(n, t, t1: float | None) -> OverheadFit:
+    """Bounded least squares of (f_s, b, c) on the points with n > 1, from several starts."""
+    n, t, t1 = check_points(n, t, t1)
+    scale = float(np.median(t))
+
+    def resid(q):
+        f, b, c = q
+        return (model_time(n, t1, f, b, c) - t) / scale
+
+    best = None
+    for c0 in (0.5, 3.0, 10.0, 30.0, 100.0, 300.0):
+        for f0 in (1e-4, 0.01, 0.1):
+            for bfrac in (0.1, 0.5, 0.9):
+                q0 = np.array([f0, bfrac * (1 + c0), c0])
+                try:
+                    res = least_squares(resid, q0, bounds=([0, 0, 0], [1, np.inf, np.inf]),
+                                        x_scale=[0.01, max(1.0, c0), max(1.0, c0)], max_nfev=2000)
+                except ValueError:
+                    continue
+                if best is None or res.cost < best.cost:
+                    best = res
+    f, b, c = (float(v) for v in best.x)
+    af, armsd = fit_amdahl(n, t, t1)
+    return OverheadFit("least_squares", t1, f, b, c, rmsd(n, t, t1, f, b, c), af, armsd, len(n))
+
+
+# ---------------------------------------------------------------- triples
+
+@dataclass
+class TripleSolution:
+    triple: tuple[int, int, int]
+    twin: int  # 0 or 1: which root is f_s
+    f_s: float
+    b: float
+    c: float
+    rmsd: float
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["triple"] = "(" + ", ".join(str(int(v)) for v in self.triple) + ")"
+        return d
+
+
+@dataclass
+class TripleResult:
+    considered: int
+    misses: dict[str, int]
+    valid_triples: int
+    solutions: list[TripleSolution] = field(default_factory=list)
+
+    def best(self, k: int = 1) -> list[TripleSolution]:
+        return self.solutions[:k]
+
+    def summary(self) -> dict[str, Any]:
+        return {"triples": self.considered, "misses_c": self.misses["c"], "misses_f_s": self.misses["f_s"],
+                "misses_b": self.misses["b"], "valid_triples": self.valid_triples,
+                "valid_solutions": len(self.solutions)}
+
+
+def solve_triple(n3, t3, t1: float) -> tuple[str | None, list[tuple[float, float, float]]]:
+    """Exact (f, b, c) through three points. Returns (miss kind or None, [solutions, twin order])."""
+    n3, t3 = np.asarray(n3, float), np.asarray(t3, float)
+    m = n3 - 1.0
+    y = n3 * t3 / t1
+    a = np.column_stack([np.ones(3), m, -y])
+    try:
+        u, v, beta = np.linalg.solve(a, (y - 1.0) / m)
+    except np.linalg.LinAlgError:
+        return "c", []
+    disc = u * u - 4.0 * v
+    if not np.isfinite(disc) or disc < 0:
+        return "c", []
+    r = math.sqrt(disc)
+    roots = ((u - r) / 2.0, (u + r) / 2.0)
+    twins = [(roots[0], roots[1]), (roots[1], roots[0])]  # (f, alpha)
+    with_c = [(f, 1.0 / al - 1.0) for f, al in twins if 0.0 < al <= 1.0]
+    if not with_c:
+        return "c", []
+    with_f = [(f, c) for f, c in with_c if 0.0 <= f <= 1.0]
+    if not with_f:
+        return "f_s", []
+    sols = [(f, (1.0 + c) - beta * (1.0 + c) ** 2, c) for f, c in with_f]
+    sols = [(f, b, c) for f, b, c in sols if b >= 0.0]
+    if not sols:
+        return "b", []
+    return None, sols
+
+
+def triple_method(n, t, t1: float | None) -> TripleResult:
+    """Every triple of the points with n > 1, solved exactly, ranked by RMSD over all those points."""
+    n, t, t1 = check_points(n, t, t1)
+    misses = {"c": 0, "f_s": 0, "b": 0}
+    sols: list[TripleSolution] = []
+    considered = valid = 0
+    for idx in itertools.combinations(range(len(n)), 3):
+        considered += 1
+        idx = list(idx)
+        miss, found = solve_triple(n[idx], t[idx], t1)
+        if miss:
+            misses[miss] += 1
+            continue
+        valid += 1
+        triple = tuple(int(v) for v in n[idx])
+        for k, (f, b, c) in enumerate(found):
+            sols.append(TripleSolution(triple, k, f, b, c, rmsd(n, t, t1, f, b, c)))
+    # Twins tie in RMSD up to rounding; within a tie the twin with the smaller f_s comes first (the
+    # paper also carries the smaller f_s on). It is the one whose tau(n) is the larger share of t(n).
+    sols.sort(key=lambda s: (float(f"{s.rmsd:.9g}"), s.triple, s.f_s))
+    return TripleResult(considered, misses, valid, sols)
+
+
+# ---------------------------------------------------------------- tables for one data set
+
+def analyse(n, t, t1: float | None, tau_measured=None, top: int = 2) -> dict[str, Any]:
+    """Everything the reproduction and the pipeline report for one (n, t) data set."""
+    fit = fit_least_squares(n, t, t1)
+    tri = triple_method(n, t, t1)
+    nn, tt, t1 = check_points(n, t, t1)
+    curve = {
+        "n": nn, "t_measured": tt,
+        "t_fit": model_time(nn, t1, fit.f_s, fit.b, fit.c),
+        "tau_fit": model_overhead(nn, t1, fit.f_s, fit.b, fit.c),
+        "t_amdahl": amdahl(nn, t1, fit.amdahl_f),
+        "karp_flatt": karp_flatt(nn, tt, t1),
+    }
+    if tri.solutions:
+        s = tri.solutions[0]
+        curve["t_best_triple"] = model_time(nn, t1, s.f_s, s.b, s.c)
+        curve["tau_best_triple"] = model_overhead(nn, t1, s.f_s, s.b, s.c)
+    if tau_measured is not None:
+        tau_map = dict(zip(np.asarray(n, float), np.asarray(tau_measured, float)))
+        curve["tau_measured"] = np.array([tau_map.get(v, np.nan) for v in nn])
+    distinct: list[TripleSolution] = []  # the first-ranked twin of the best `top` distinct triples
+    for s in tri.solutions:
+        if all(s.triple != d.triple for d in distinct):
+            distinct.append(s)
+        if len(distinct) == top:
+            break
+    return {"fit": fit, "triples": tri, "curve": curve, "top": distinct, "t1": t1}
+
+
+def fit_per_group(medians, p_col: str = "p", time_col: str = "median", group_cols: list[str] | None = None):
+    """One overhead fit per combination of the other parameters of a study's medians table.
+
+    Returns (fits, curves, results): ``fits`` has one row per group (t_1, f_s, b, c, RMSD, Amdahl f,
+    best triple, or a ``reason`` when the group cannot be fitted: no p = 1, fewer than 3 points with
+    p > 1); ``curves`` the measured and modelled t and tau per p; ``results`` the analyse() output
+    per fitted group, keyed by the group's label.
+    """
+    import pandas as pd
+
+    group_cols = list(group_cols or [])
+    fits, curves, results = [], [], {}
+    groups = medians.groupby(group_cols, sort=True) if group_cols else [((), medians)]
+    for key, g in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        label = ", ".join(f"{k}={v:g}" for k, v in zip(group_cols, key)) or "all"
+        row: dict[str, Any] = dict(zip(group_cols, key))
+        row["group"] = label
+        one = g.loc[g[p_col] == 1, time_col]
+        try:
+            res = analyse(g[p_col].to_numpy(float), g[time_col].to_numpy(float),
+                          float(one.iloc[0]) if len(one) else None)
+        except OverheadError as exc:
+            row["reason"] = str(exc)
+            fits.append(row)
+            continue
+        fit, tri = res["fit"], res["triples"]
+        row.update({k: v for k, v in fit.to_dict().items() if k != "method"})
+        row["reason"] = ""
+        if tri.solutions:
+            best = tri.solutions[0]
+            row.update(best_triple=best.to_dict()["triple"], triple_f_s=best.f_s, triple_b=best.b,
+                       triple_c=best.c, triple_rmsd=best.rmsd)
+        row.update(tri.summary())
+        fits.append(row)
+        cur = pd.DataFrame(res["curve"]).rename(columns={"n": p_col})
+        for k, v in zip(group_cols, key):
+            cur[k] = v
+        cur["group"] = label
+        curves.append(cur)
+        results[label] = res
+    return pd.DataFrame(fits), (pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()), results

@@ -1,0 +1,91 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from perfsweep import overhead as ov
+
+TABLE = REPO.parent / "shared" / "reference-data" / "hofinger2018" / "table1.csv"
+
+
+@pytest.fixture(scope="module")
+def wien2k():
+    df = pd.read_csv(TABLE)[["n", "wien2k_t"]].dropna()
+    t1 = float(df.loc[df.n == 1, "wien2k_t"].iloc[0])
+    return df["n"].to_numpy(float), df["wien2k_t"].to_numpy(float), t1
+
+
+def test_wien2k_least_squares(wien2k):
+    fit = ov.fit_least_squares(*wien2k)
+    assert fit.n_points == 20
+    assert fit.rmsd == pytest.approx(31.307, abs=1e-3)
+    assert fit.f_s == pytest.approx(1 / (1 + fit.c), rel=1e-2)
+
+
+def test_wien2k_triples(wien2k):
+    tri = ov.triple_method(*wien2k)
+    assert tri.considered == 1140
+    assert sum(tri.misses.values()) + tri.valid_triples == 1140
+    best = tri.solutions[0]
+    assert best.triple == (96, 320, 512)
+    assert best.rmsd == pytest.approx(31.462, abs=1e-3)
+    assert best.f_s == pytest.approx(3.39e-4, rel=5e-3)
+    assert best.b == pytest.approx(33.08, rel=5e-3)
+    assert best.c == pytest.approx(31.73, rel=5e-3)
+    twin = tri.solutions[1]
+    assert twin.triple == best.triple and twin.f_s > best.f_s
+    n, t, t1 = wien2k
+    # the triple's curve passes exactly through its three points
+    for nk in best.triple:
+        assert ov.model_time(nk, t1, best.f_s, best.b, best.c) == pytest.approx(t[n == nk][0], rel=1e-9)
+
+
+@pytest.mark.parametrize("f, b, c", [(0.0, 0.0, 0.0), (0.3, 5.0, 2.0), (1e-4, 33.0, 31.7), (0.9, 100.0, 1.0)])
+def test_identities(f, b, c):
+    n = np.array([1, 2, 7, 64, 1000.0])
+    t1 = 123.0
+    t = ov.model_time(n, t1, f, b, c)
+    assert t[0] == pytest.approx(t1)
+    tau = ov.model_overhead(n, t1, f, b, c)
+    assert tau / t == pytest.approx(b * (n - 1) / ((1 + c) * (n + c)))
+
+
+def test_twin_gives_same_times_everywhere():
+    t1, f, b, c = 100.0, 0.02, 3.0, 4.0
+    n3 = np.array([4.0, 16.0, 64.0])
+    miss, sols = ov.solve_triple(n3, ov.model_time(n3, t1, f, b, c), t1)
+    assert miss is None
+    assert any(s == pytest.approx((f, b, c)) for s in sols)
+    grid = np.geomspace(1, 5000, 40)
+    # the twin (alpha <-> f) exists as a model even when one of its parameters is out of bounds
+    alpha = 1 / (1 + c)
+    beta = (1 + c - b) / (1 + c) ** 2
+    c_twin = 1 / f - 1
+    b_twin = (1 + c_twin) - beta * (1 + c_twin) ** 2
+    assert ov.model_time(grid, t1, alpha, b_twin, c_twin) == pytest.approx(ov.model_time(grid, t1, f, b, c))
+
+
+def test_recovers_exact_parameters_by_least_squares():
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128.0])
+    t = ov.model_time(n, 500.0, 0.01, 8.0, 12.0)
+    fit = ov.fit_least_squares(n, t, 500.0)
+    assert fit.rmsd < 1e-6 * 500
+
+
+def test_karp_flatt_of_amdahl_is_its_serial_fraction():
+    n = np.array([2, 4, 8.0])
+    assert ov.karp_flatt(n, ov.amdahl(n, 10.0, 0.2), 10.0) == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("n, t, t1, message", [
+    ([2, 4, 8], [5, 3, 2], None, "no t_1"),
+    ([2, 4], [5, 3], 10.0, "need at least 3 points with n > 1 (got 2)"),
+    ([2, 4, 8], [5, -3, 2], 10.0, "times must be positive and finite (got -3.0)"),
+    ([2, 4, 4, 8], [5, 3, 3.1, 2], 10.0, "duplicate n = 4"),
+    ([1, 2, 4], [10, 5, 3], 10.0, "need at least 3 points with n > 1 (got 2)"),
+])
+def test_errors(n, t, t1, message):
+    with pytest.raises(ov.OverheadError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ov.fit_least_squares(n, t, t1)
+    with pytest.raises(ov.OverheadError):
+        ov.triple_method(n, t, t1)

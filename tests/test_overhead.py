@@ -89,3 +89,35 @@ def test_errors(n, t, t1, message):
         ov.fit_least_squares(n, t, t1)
     with pytest.raises(ov.OverheadError):
         ov.triple_method(n, t, t1)
+
+
+@pytest.mark.slow
+def test_paper_target_writes_the_reproduction(tmp_path):
+    import yaml
+
+    from conftest import snakemake
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["results"] = str(tmp_path / "results")
+    cfg["paper"] = {"hofinger_table": str(TABLE)}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake("paper_hofinger", "--cores", "1", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
+    out = tmp_path / "results" / "paper" / "hofinger2018"
+    counts = pd.read_csv(out / "triples.csv").set_index("application")
+    assert counts.loc["WIEN2k", "triples"] == 1140
+    top = pd.read_csv(out / "top_triples.csv")
+    assert top.iloc[0]["triple"] == "(96, 320, 512)"
+    fig = pd.read_csv(out / "fig2_overhead.csv")
+    assert {"measured t_n", "measured MPI overhead"} <= set(fig["series"])
+    assert "do not follow from Eq. 1" in " ".join((out / "NOTE.md").read_text().split())
+    assert not (tmp_path / "results" / "runs").exists()  # the paper target runs no benchmark
+
+
+def test_fit_per_group_reports_unfittable_groups():
+    med = pd.DataFrame({"n": [1, 1, 1, 1, 2, 2, 2], "p": [1, 2, 3, 4, 2, 3, 4],
+                        "median": [10.0, 5.5, 4.0, 3.4, 6.0, 4.5, 4.0]})
+    fits, curves, results = ov.fit_per_group(med, "p", "median", ["n"])
+    assert list(fits["group"]) == ["n=1", "n=2"]
+    assert fits.loc[0, "reason"] == "" and fits.loc[0, "rmsd"] < 0.5
+    assert fits.loc[1, "reason"].startswith("no t_1")
+    assert list(results) == ["n=1"] and set(curves["p"]) == {2, 3, 4}

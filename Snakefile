@@ -6,6 +6,7 @@ include: "workflow/rules/run.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/overhead.smk"
+include: "workflow/rules/models.smk"
 
 
 rule all:

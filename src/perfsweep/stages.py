@@ -102,3 +102,23 @@ def paper_hofinger(table: PathLike, out_dir: PathLike) -> None:
     from perfsweep.reproduce.hofinger import reproduce_hofinger
 
     reproduce_hofinger(table, out_dir)
+
+
+def models(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions: PathLike,
+           varied: list[str], fixed: dict, processes: str, study: str) -> None:
+    """PMNF models per (region, metric) of a study: table (CSV, Markdown, LaTeX), JSON, predictions."""
+    import json
+
+    from perfsweep.modeling.pipeline import fit_study_models
+
+    tab, mods, preds = fit_study_models(_read(aggregate), study, varied, fixed, processes)
+    tables.write_table(tab.drop(columns=["latex"]), _stem(table), caption=f"Performance models of study {study}")
+    with open(models_json, "w") as fh:
+        json.dump(mods, fh, indent=1)
+    preds.to_csv(predictions, index=False)
+    main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
+    if len(main):
+        r = main.iloc[0]
+        text = r["model"] or f"no model ({r['reason']})"
+        print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
+              + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)

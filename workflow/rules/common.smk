@@ -71,6 +71,7 @@ def get_study_outputs(study):
         f"{t}/variability.csv",
         f"{t}/medians.csv",
         f"{f}/time_vs_parameters.png",
+        f"{R}/models/{study}/models.csv",
     ]
     if varies_processes(study):
         out.append(f"{R}/overhead/{study}/overhead.png")

@@ -1,0 +1,93 @@
+"""A fitted PMNF model: f(x) = c_0 + sum_k c_k * term_k(x), with its fit statistics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perfsweep.modeling.terms import Term
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}" if abs(v) >= 1e-2 or v == 0 else f"{v:.3g}".replace("e-0", "e-")
+
+
+@dataclass
+class Model:
+    """Usage::
+
+        model = fit_model(X, Y, ["n", "m"])
+        print(model)                    # 4.41 + 8.03e-5 * m * n * log2(n)
+        model.predict([[8000, 2]])      # array([...])
+        model.adj_r2, model.smape, model.rss, model.cv_score
+        Model.from_dict(model.to_dict())
+    """
+
+    param_names: list[str]
+    terms: list[Term]
+    coefficients: np.ndarray  # constant first, then one per term
+    adj_r2: float = float("nan")
+    r2: float = float("nan")
+    smape: float = float("nan")
+    rss: float = float("nan")
+    cv_score: float = float("nan")
+    points: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    values: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def predict(self, x) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        if x.shape[1] != len(self.param_names):
+            raise ValueError(f"predict: expected {len(self.param_names)} columns "
+                             f"({', '.join(self.param_names)}), got {x.shape[1]}")
+        out = np.full(len(x), float(self.coefficients[0]))
+        for c, t in zip(self.coefficients[1:], self.terms):
+            out += c * t.values(x)
+        return out
+
+    def __str__(self) -> str:
+        text = _num(float(self.coefficients[0]))
+        for c, t in zip(self.coefficients[1:], self.terms):
+            sign = "-" if c < 0 else "+"
+            text += f" {sign} {_num(abs(float(c)))} * {t.text(self.param_names)}"
+        return text
+
+    def to_latex(self) -> str:
+        def num(v: float) -> str:
+            s = f"{v:.3g}"
+            if "e" in s:
+                mant, exp = s.split("e")
+                return rf"{mant} \cdot 10^{{{int(exp)}}}"
+            return s
+
+        text = num(float(self.coefficients[0]))
+        for c, t in zip(self.coefficients[1:], self.terms):
+            sign = "-" if c < 0 else "+"
+            text += rf" {sign} {num(abs(float(c)))} \cdot {t.latex(self.param_names)}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "param_names": list(self.param_names),
+            "terms": [t.to_list() for t in self.terms],
+            "coefficients": [float(c) for c in self.coefficients],
+            "text": str(self),
+            "latex": self.to_latex(),
+            "adj_r2": self.adj_r2, "r2": self.r2, "smape": self.smape, "rss": self.rss,
+            "cv_score": self.cv_score,
+            "points": np.asarray(self.points).tolist(),
+            "values": np.asarray(self.values).tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Model":
+        return cls(
+            param_names=list(d["param_names"]),
+            terms=[Term.from_list(t) for t in d["terms"]],
+            coefficients=np.asarray(d["coefficients"], dtype=float),
+            adj_r2=d.get("adj_r2", float("nan")), r2=d.get("r2", float("nan")),
+            smape=d.get("smape", float("nan")), rss=d.get("rss", float("nan")),
+            cv_score=d.get("cv_score", float("nan")),
+            points=np.asarray(d.get("points", []), dtype=float), values=np.asarray(d.get("values", []), dtype=float),
+        )

@@ -1,0 +1,21 @@
+# Seed 001 §3.3: one PMNF model per (study, region, metric), fitted to the medians.
+
+localrules:
+    models,
+
+
+rule models:
+    input:
+        aggregate=rules.aggregate.output.aggregate,
+    output:
+        table=f"{R}/models/{{study}}/models.csv",
+        models_json=f"{R}/models/{{study}}/models.json",
+        predictions=f"{R}/models/{{study}}/predictions.csv",
+    params:
+        varied=lambda wc: STUDIES[wc.study].varied,
+        fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},
+        processes=SWEEP.processes,
+    log:
+        f"{R}/logs/models/{{study}}.log",
+    script:
+        "../../scripts/models.py"

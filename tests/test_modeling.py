@@ -101,3 +101,10 @@ def test_errors(x, y, message):
 def test_warns_below_five_values():
     with pytest.warns(FewValuesWarning, match="only 4 distinct values"):
         fit_model(np.array([[1.0], [2.0], [3.0], [4.0]]), [1.0, 2.0, 3.0, 4.0], ["p"])
+
+
+def test_negative_exponents_only_for_named_parameters():
+    x = grid([1, 2, 4, 8, 16.0], V)
+    y = 1 + 50 / x[:, 0] + 0.1 * x[:, 1]
+    m = fit_model(x, y, ["p", "n"], options=FitOptions(negative_params=("p",)))
+    assert terms_text(m) == ["n", "p^-1"]

@@ -3,6 +3,10 @@
     perfsweep validate [CONFIG]          check a config; print the studies and the number of runs
     perfsweep run [CONFIG] [-- SNAKEMAKE ARGS]
                                          validate, then run the sweep with Snakemake on this machine
+    perfsweep predict MODELS.json n=1000,2000 p=4
+                                         evaluate a fitted model (results/models/<study>/models.json)
+    perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
+                                         the best configuration under constraints
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -16,6 +20,7 @@ import sys
 from pathlib import Path
 
 from perfsweep.config import REPO_ROOT, ConfigError, load_config_file
+from perfsweep.modeling.predict import PredictError
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -58,8 +63,59 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-# Subcommands contributed by other modules (modeling: predict, recommend), each a function(sub).
-_EXTENSIONS: list = []
+def _values(pairs: list[str]) -> dict[str, list[float]]:
+    out = {}
+    for item in pairs:
+        if "=" not in item:
+            raise UserError(f"{item!r}: give parameter values as NAME=V1,V2,...")
+        name, text = item.split("=", 1)
+        try:
+            out[name] = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise UserError(f"{item!r}: values must be numbers") from None
+    return out
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from perfsweep.modeling.predict import load_model, predict
+
+    model = load_model(args.models, args.region, args.metric)
+    print(f"# {args.region}/{args.metric}: {model}")
+    print(predict(model, _values(args.values)).to_string(index=False))
+    return 0
+
+
+def _recommend(args: argparse.Namespace) -> int:
+    from perfsweep.modeling.predict import load_model, recommend
+
+    model = load_model(args.models, args.region, args.metric)
+    table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
+                      args.min_efficiency)
+    print(f"# {args.region}/{args.metric}: {model}")
+    print(f"# best by {args.objective} of {len(table)} candidates:")
+    print(table.head(args.top).to_string(index=False))
+    return 0
+
+
+def _register_modeling(sub) -> None:
+    for name, func, text in (("predict", _predict, "evaluate a fitted model at new parameter values"),
+                             ("recommend", _recommend, "the configuration that minimises time or core-hours")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("models", help="a models.json written by the pipeline (results/models/<study>/)")
+        p.add_argument("values", nargs="+", help="NAME=V1,V2,... for every parameter of the model")
+        p.add_argument("--region", default="all")
+        p.add_argument("--metric", default="time")
+        p.set_defaults(func=func)
+        if name == "recommend":
+            p.add_argument("--objective", choices=["time", "core_hours"], default="time")
+            p.add_argument("--processes", default="p", help="the process-count parameter")
+            p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
+            p.add_argument("--min-efficiency", type=float, default=None)
+            p.add_argument("--top", type=int, default=5)
+
+
+# Subcommands contributed by other modules, each a function(sub).
+_EXTENSIONS: list = [_register_modeling]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         args.snakemake = args.snakemake[1:]
     try:
         return args.func(args)
-    except (ConfigError, UserError) as exc:
+    except (ConfigError, UserError, PredictError, FileNotFoundError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
 

@@ -38,7 +38,8 @@ class FewValuesWarning(UserWarning):
 
 @dataclass(frozen=True)
 class FitOptions:
-    negative_exponents: bool = False  # add x^-1/2 .. x^-2 (strong scaling in p)
+    negative_exponents: bool = False  # add x^-1/2 .. x^-2 for every parameter
+    negative_params: tuple[str, ...] = ()  # ... or only for these (strong scaling in p)
     top_terms: int = 3  # single-parameter terms per parameter carried into the combination step
     max_terms: int = 3  # non-constant terms in a multi-parameter model
     simplicity_tolerance: float = 0.02  # prefer fewer terms when the CV score is within 2 %
@@ -117,11 +118,11 @@ def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> M
     n, q = x.shape
     weighted = opts.weighting == "relative"
     w = 1.0 / ybar ** 2 if weighted else np.ones(n)
-    pairs = _pairs(opts.negative_exponents)
 
     # step 1: per parameter, the best few single-parameter terms on the marginal means
     choices: list[list[Factor | None]] = []
     for k in range(q):
+        pairs = _pairs(opts.negative_exponents or names[k] in opts.negative_params)
         u, inv = np.unique(x[:, k], return_inverse=True)
         marg = np.bincount(inv, weights=ybar) / np.bincount(inv)
         scores = _single_scores(u, marg, pairs, weighted)
@@ -131,17 +132,24 @@ def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> M
     # step 2: combinations of those terms under every structure, fitted on all points
     values = [np.stack([f.values(x) for f in ch]) if ch else np.empty((0, n)) for ch in choices]
     batches: dict[int, list[tuple[np.ndarray, list]]] = {}  # size -> [(design matrices, candidate keys)]
-    batches.setdefault(0, []).append((np.ones((1, n, 1)), [((), (), ())]))
+    batches.setdefault(0, []).append((np.ones((1, n, 1)), [((), (), {}, ())]))
     for present in (s for r in range(1, q + 1) for s in itertools.combinations(range(q), r)):
         if any(not choices[k] for k in present):
             continue
-        picks = np.array(list(itertools.product(*(range(len(choices[k])) for k in present))))
         for structure in _structures(len(present), min(opts.max_terms, 2 ** len(present) - 1)):
+            # slots: one factor choice per (term, parameter); with up to two parameters a parameter may
+            # take different exponents in different terms (n/p + p), with three they share one choice
+            slots = [(t, pos) for t, subset in enumerate(structure) for pos in sorted(subset)]
+            if len(present) > 2:
+                slot_of = {slot: slot[1] for slot in slots}
+                picks = np.array(list(itertools.product(*(range(len(choices[k])) for k in present))))
+            else:
+                slot_of = {slot: i for i, slot in enumerate(slots)}
+                picks = np.array(list(itertools.product(*(range(len(choices[present[pos]])) for _, pos in slots))))
             a = np.ones((len(picks), n, len(structure) + 1))
-            for t, subset in enumerate(structure):
-                for pos in subset:
-                    a[:, :, t + 1] *= values[present[pos]][picks[:, pos]]
-            keys = [(present, structure, tuple(pk)) for pk in picks]
+            for (t, pos) in slots:
+                a[:, :, t + 1] *= values[present[pos]][picks[:, slot_of[(t, pos)]]]
+            keys = [(present, structure, slot_of, tuple(pk)) for pk in picks]
             batches.setdefault(len(structure), []).append((a, keys))
 
     best = None
@@ -155,9 +163,9 @@ def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> M
         # larger models must beat the best smaller one by more than the tolerance
         if best is None or score[i] < best[0] * (1 - opts.simplicity_tolerance):
             best = (float(score[i]), keys[i], beta[i])
-    cv, (present, structure, pick), beta = best
-    factor_of = {k: choices[k][i] for k, i in zip(present, pick)}
-    terms = [Term(tuple(factor_of[present[pos]] for pos in sorted(subset))) for subset in structure]
+    cv, (present, structure, slot_of, pick), beta = best
+    terms = [Term(tuple(choices[present[pos]][pick[slot_of[(t, pos)]]] for pos in sorted(subset)))
+             for t, subset in enumerate(structure)]
     model = Model(names, terms, beta, points=x, values=ybar, cv_score=cv)
     _statistics(model, x, ybar)
     return model

@@ -22,7 +22,7 @@ METRICS = ("time", "compute", "comm", "io", "init")
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
                      processes: str = "p") -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions)."""
-    options = FitOptions(negative_exponents=processes in varied)
+    options = FitOptions(negative_params=(processes,))
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     rows, models, preds = [], [], []
     keys = agg[["region", "metric"]].drop_duplicates()

@@ -1,0 +1,100 @@
+"""Use fitted models: predictions at new parameter values, and the best configuration under constraints.
+
+    from perfsweep.modeling.predict import load_model, predict, recommend
+    model = load_model("results/models/T_n_p/models.json")            # region all, metric time
+    predict(model, {"n": [4000, 8000], "p": 16})                      # DataFrame with 'predicted'
+    recommend(model, {"n": [4000], "p": range(1, 73)}, objective="core_hours",
+              constraints=["p <= 72"], min_efficiency=0.5)            # the best row
+
+Core-hours are time * p / 3600 (p = the process-count parameter). Efficiency compares against the
+smallest p of the same other parameters: E(p) = t(p_min) p_min / (t(p) p).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import operator
+import os
+import re
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from perfsweep.modeling.model import Model
+
+_OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "=": operator.eq}
+
+
+class PredictError(ValueError):
+    """A wrong request (unknown parameter, bad constraint, no model): one line."""
+
+
+def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = "time") -> Model:
+    with open(path) as fh:
+        entries = json.load(fh)
+    for e in entries:
+        if e["region"] == region and e["metric"] == metric:
+            return Model.from_dict(e["model"])
+    have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
+    raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have})")
+
+
+def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
+    unknown = set(values) - set(model.param_names)
+    if unknown:
+        raise PredictError(f"unknown parameter(s) {', '.join(sorted(unknown))}; the model has "
+                           f"{', '.join(model.param_names)}")
+    missing = [p for p in model.param_names if p not in values]
+    if missing:
+        raise PredictError(f"give a value for {', '.join(missing)}")
+    axes = [np.atleast_1d(np.asarray(list(v) if isinstance(v, (range, Iterable)) and not isinstance(v, str)
+                                     else [v], dtype=float)) for v in (values[p] for p in model.param_names)]
+    rows = list(itertools.product(*axes))
+    return pd.DataFrame(rows, columns=model.param_names)
+
+
+def predict(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
+    """Every combination of the given values with the model's prediction."""
+    grid = _grid(model, values)
+    grid["predicted"] = model.predict(grid[model.param_names].to_numpy(float))
+    return grid
+
+
+def parse_constraint(text: str) -> tuple[str, Any, float]:
+    m = re.fullmatch(r"\s*(\w+)\s*(<=|>=|==|=|<|>)\s*([-+0-9.eE]+)\s*", text)
+    if not m:
+        raise PredictError(f"constraint {text!r} is not of the form NAME <= VALUE (<, >, >=, == also work)")
+    return m.group(1), _OPS[m.group(2)], float(m.group(3))
+
+
+def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", processes: str = "p",
+              constraints: Iterable[str] = (), min_efficiency: float | None = None) -> pd.DataFrame:
+    """Candidates sorted by the objective (best first), with time, core-hours and efficiency."""
+    if objective not in ("time", "core_hours"):
+        raise PredictError(f"objective {objective!r}: use time or core_hours")
+    table = predict(model, values).rename(columns={"predicted": "time"})
+    p = table[processes] if processes in table else pd.Series(1.0, index=table.index)
+    table["core_hours"] = table["time"] * p / 3600.0
+    if processes in table:
+        others = [c for c in model.param_names if c != processes]
+        ref = table.loc[table.groupby(others)[processes].idxmin()] if others else table.loc[[table[processes].idxmin()]]
+        key = ref.set_index(others)[["time", processes]] if others else None
+        if others:
+            base = table[others].merge(key.reset_index(), on=others, how="left", suffixes=("", "_ref"))
+            work_ref = base["time"].to_numpy() * base[processes].to_numpy()
+        else:
+            work_ref = float(ref["time"].iloc[0] * ref[processes].iloc[0])
+        table["efficiency"] = work_ref / (table["time"] * table[processes])
+    for text in constraints:
+        name, op, value = parse_constraint(text)
+        if name not in table:
+            raise PredictError(f"constraint on unknown column {name!r} (have: {', '.join(table.columns)})")
+        table = table[op(table[name], value)]
+    if min_efficiency is not None and "efficiency" in table:
+        table = table[table["efficiency"] >= min_efficiency]
+    table = table[table["time"] > 0]
+    if table.empty:
+        raise PredictError("no candidate satisfies the constraints")
+    return table.sort_values(objective, kind="stable").reset_index(drop=True)

@@ -1,0 +1,61 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perfsweep.modeling import FitOptions, fit_model
+from perfsweep.modeling.predict import PredictError, load_model, predict, recommend
+
+
+@pytest.fixture
+def models_json(tmp_path):
+    n = np.array([1000, 2000, 3000, 4000, 5000.0])
+    p = np.array([1, 2, 4, 8, 16.0])
+    x = np.array([(a, b) for a in n for b in p])
+    y = 0.5 + 2e-3 * x[:, 0] / x[:, 1]  # a serial part and a part that scales
+    model = fit_model(x, y, ["n", "p"], options=FitOptions(negative_params=("p",)))
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {},
+                                 "model": model.to_dict()}]))
+    return path
+
+
+def test_predict_grid(models_json):
+    model = load_model(models_json)
+    out = predict(model, {"n": [1000, 8000], "p": 4})
+    assert list(out.columns) == ["n", "p", "predicted"] and len(out) == 2
+    assert out["predicted"].iloc[1] == pytest.approx(0.5 + 2e-3 * 8000 / 4, rel=1e-6)
+
+
+def test_recommend_time_and_core_hours_under_constraints(models_json):
+    model = load_model(models_json)
+    grid = {"n": [4000], "p": list(range(1, 65))}
+    assert recommend(model, grid, "time")["p"].iloc[0] == 64
+    assert recommend(model, grid, "time", constraints=["p<=8"])["p"].iloc[0] == 8
+    assert recommend(model, grid, "core_hours")["p"].iloc[0] == 1  # core-hours 0.5 p + 8 grow with p
+    efficient = recommend(model, grid, "time", min_efficiency=0.55)
+    # E(p) = t(1) / (p t(p)) = 8.5 / (0.5 p + 8) >= 0.55 up to p = 14.9
+    assert efficient["efficiency"].min() >= 0.55 and efficient["p"].iloc[0] == 14
+
+
+def test_errors(models_json):
+    model = load_model(models_json)
+    with pytest.raises(PredictError, match="unknown parameter"):
+        predict(model, {"n": 1, "p": 1, "q": 2})
+    with pytest.raises(PredictError, match="give a value for p"):
+        predict(model, {"n": 1})
+    with pytest.raises(PredictError, match="no model for region 'x'"):
+        load_model(models_json, region="x")
+    with pytest.raises(PredictError, match="not of the form"):
+        recommend(model, {"n": [1], "p": [1]}, constraints=["p lots"])
+
+
+def test_cli(models_json):
+    out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "recommend", str(models_json), "n=4000",
+                          "p=1,2,4,8,16,32", "--constraint", "p<=16"], capture_output=True, text=True, check=True)
+    assert "best by time" in out.stdout and out.stdout.splitlines()[3].split()[1] == "16.0"
+    bad = subprocess.run([sys.executable, "-m", "perfsweep.cli", "predict", str(models_json), "n=oops", "p=1"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip() == "perfsweep: 'n=oops': values must be numbers"

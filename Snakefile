@@ -7,6 +7,7 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/overhead.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/metrics.smk"
 
 
 rule all:

@@ -122,3 +122,40 @@ def models(aggregate: PathLike, table: PathLike, models_json: PathLike, predicti
         text = r["model"] or f"no model ({r['reason']})"
         print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
               + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)
+
+
+def metrics(ranks: PathLike, observables: PathLike, scaling: PathLike, pop_csv: PathLike, pop_figure: PathLike,
+            speedup_figure: PathLike, ranks_figure: PathLike, varied: list[str], processes: str,
+            scaling_mode: str, study: str) -> None:
+    """Seed-000 observables, speed-up/efficiency and POP metrics (seed 004) of a study that varies p."""
+    from perfsweep.metrics.observables import from_pipeline_ranks, run_totals
+    from perfsweep.metrics.pop import pop_metrics, pop_table
+    from perfsweep.metrics.scaling import scaling_table
+    from perfsweep.metrics.stragglers import flag_stragglers
+    from perfsweep.plots.metrics import pop_heatmap, rank_bars, speedup_efficiency
+
+    rk = flag_stragglers(from_pipeline_ranks(_read(ranks)), ["run_id"])
+    others = [v for v in varied if v != processes]
+    run_cols = ["run_id", "config_id", *varied]
+    runs = run_totals(rk, run_cols).merge(
+        rk.groupby("run_id")["straggler"].sum().rename("stragglers").reset_index(), on="run_id")
+    runs.to_csv(observables, index=False)
+    table = scaling_table(runs, processes, "t_total", stat="median", group_cols=others)
+    tables.write_table(table, _stem(scaling), caption=f"Speed-up and efficiency, study {study}")
+    speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
+    mode = "strong" if scaling_mode == "auto" else scaling_mode
+    per_run = pd.concat([pop_metrics(g, ["run_id", "config_id", *varied], processes, scaling=mode)
+                         for _, g in (rk.groupby(others) if others else [((), rk)])], ignore_index=True)
+    pt, _ = pop_table(per_run, varied, processes)
+    pt.to_csv(pop_csv)
+    pop_heatmap(pt, pop_figure, f"POP metrics, study {study} ({mode} scaling)")
+    biggest = rk[rk[processes] == rk[processes].max()]
+    one = biggest[biggest["run_id"] == biggest["run_id"].iloc[0]]
+    rank_bars(one, ["init", "compute", "io", "comm", "other"], ranks_figure,
+              f"{study}: per-rank times of {one['run_id'].iloc[0]}", "straggler")
+
+
+def paper_mdanalysis(data_dir: PathLike, out_dir: PathLike) -> None:
+    from perfsweep.reproduce.mdanalysis import reproduce_mdanalysis
+
+    reproduce_mdanalysis(data_dir, out_dir)

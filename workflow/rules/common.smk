@@ -75,6 +75,7 @@ def get_study_outputs(study):
     ]
     if varies_processes(study):
         out.append(f"{R}/overhead/{study}/overhead.png")
+        out.append(f"{R}/metrics/{study}/pop.png")
     return out
 
 

@@ -1,0 +1,39 @@
+# Seeds 000 and 004: per-rank observables, speed-up/efficiency, stragglers and POP metrics for every
+# study that varies p; and the reproduction of the MDAnalysis RMSD scaling study (target: paper_mdanalysis).
+
+localrules:
+    efficiency,
+    paper_mdanalysis,
+
+
+rule efficiency:
+    input:
+        ranks=rules.collect.output.ranks,
+    output:
+        observables=f"{R}/metrics/{{study}}/observables.csv",
+        scaling=f"{R}/metrics/{{study}}/scaling.csv",
+        pop_csv=f"{R}/metrics/{{study}}/pop.csv",
+        pop_figure=f"{R}/metrics/{{study}}/pop.png",
+        speedup_figure=f"{R}/metrics/{{study}}/speedup_efficiency.png",
+        ranks_figure=f"{R}/metrics/{{study}}/ranks.png",
+    params:
+        varied=lambda wc: STUDIES[wc.study].varied,
+        processes=SWEEP.processes,
+        scaling_mode=lambda wc: STUDIES[wc.study].scaling,
+    log:
+        f"{R}/logs/metrics/{{study}}.log",
+    script:
+        "../../scripts/metrics.py"
+
+
+rule paper_mdanalysis:
+    input:
+        data_dir=get_paper_input("mdanalysis_dir", "../shared/reference-data/mdanalysis-rmsd"),
+    output:
+        scaling=f"{R}/paper/mdanalysis-rmsd/scaling.csv",
+        figure=f"{R}/paper/mdanalysis-rmsd/speedup_efficiency.png",
+        components=f"{R}/paper/mdanalysis-rmsd/components.png",
+    log:
+        f"{R}/logs/paper_mdanalysis.log",
+    script:
+        "../../scripts/paper_mdanalysis.py"

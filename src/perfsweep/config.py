@@ -65,6 +65,7 @@ class Study:
     repetitions: int
     scaling: str = "auto"
     description: str = ""
+    app: dict[str, Any] = field(default_factory=dict)
 
     @property
     def varied(self) -> list[str]:
@@ -165,43 +166,29 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         raise ConfigError(source, where, msg)
     _fill_defaults(data, schema)
 
-    app = data["app"]
     procs = data["processes"]
-    parameters = dict(data["parameters"])
-    specs: dict[str, ParamSpec] = {}
-    if "name" in app:
-        builtin = BUILTIN_APPS[app["name"]]
-        specs = dict(builtin.params)
-        for name in parameters:
-            if name != procs and name not in specs:
-                raise ConfigError(
-                    source, f"parameters.{name}",
-                    f"unknown parameter {name!r} for app {app['name']} (known: {', '.join([*specs, procs])})",
-                )
-        for name in specs:
-            if name not in parameters:
-                raise ConfigError(source, "parameters", f"missing parameter {name!r} of app {app['name']}")
-    parameters.setdefault(procs, 1)
-    specs[procs] = PROCESSES
     default_spec = ParamSpec(float, -math.inf, False, "parameter value")
-    for name, value in parameters.items():
-        _check_value(source, f"parameters.{name}", name, value, specs.get(name, default_spec))
-    if "command" in app:
-        for name in parameters:
-            if name != procs and "{" + name + "}" not in app["command"]:
-                raise ConfigError(source, "app.command", f"parameter {name!r} does not appear as {{{name}}}")
+    app, parameters, specs = _app_parameters(source, "", data["app"], data["parameters"], procs, default_spec)
 
     studies = []
     for sname, sdef in data["studies"].items():
         base = f"studies.{sname}"
+        if not _safe_name(sname):
+            raise ConfigError(source, base, f"study name {sname!r} may only use letters, digits, '-' and '_'")
+        s_app, s_params, s_specs = app, parameters, specs
+        if "app" in sdef or "parameters" in sdef:
+            if "app" in sdef and "parameters" not in sdef:
+                raise ConfigError(source, base, "a study with its own app needs its own parameters: too")
+            s_app, s_params, s_specs = _app_parameters(source, f"{base}.", sdef.get("app", app),
+                                                       sdef["parameters"], procs, default_spec)
         if not sdef["vary"]:
             raise ConfigError(source, f"{base}.vary", "empty grid: a study must vary at least one parameter")
         for part in ("vary", "fixed"):
             for pname in sdef.get(part, {}):
-                if pname not in parameters:
+                if pname not in s_params:
                     raise ConfigError(
                         source, f"{base}.{part}.{pname}",
-                        f"unknown parameter {pname!r} (known: {', '.join(parameters)})",
+                        f"unknown parameter {pname!r} (known: {', '.join(s_params)})",
                     )
         for pname, values in sdef["vary"].items():
             where = f"{base}.vary.{pname}"
@@ -210,12 +197,12 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
             if len(set(values)) != len(values):
                 raise ConfigError(source, where, f"{values!r}: values repeat")
             for i, v in enumerate(values):
-                _check_value(source, f"{where}[{i}]", pname, v, specs.get(pname, default_spec))
+                _check_value(source, f"{where}[{i}]", pname, v, s_specs.get(pname, default_spec))
             if pname in sdef.get("fixed", {}):
                 raise ConfigError(source, f"{base}.fixed.{pname}", "parameter is both varied and fixed")
         for pname, v in sdef.get("fixed", {}).items():
-            _check_value(source, f"{base}.fixed.{pname}", pname, v, specs.get(pname, default_spec))
-        fixed = {k: v for k, v in parameters.items() if k not in sdef["vary"]}
+            _check_value(source, f"{base}.fixed.{pname}", pname, v, s_specs.get(pname, default_spec))
+        fixed = {k: v for k, v in s_params.items() if k not in sdef["vary"]}
         fixed.update(sdef.get("fixed", {}))
         studies.append(
             Study(
@@ -225,10 +212,9 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 repetitions=sdef.get("repetitions", data["repetitions"]),
                 scaling=sdef.get("scaling", "auto"),
                 description=sdef.get("description", ""),
+                app=s_app,
             )
         )
-        if not _safe_name(sname):
-            raise ConfigError(source, base, f"study name {sname!r} may only use letters, digits, '-' and '_'")
 
     if "{p}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
         raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
@@ -249,6 +235,33 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         results=data["results"],
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper")},
     )
+
+
+def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: dict[str, Any], procs: str,
+                    default_spec: ParamSpec) -> tuple[dict[str, Any], dict[str, Any], dict[str, ParamSpec]]:
+    """Check an app's parameters (names, values); returns (app, parameters with p, value specs)."""
+    parameters = dict(parameters)
+    specs: dict[str, ParamSpec] = {}
+    if "name" in app:
+        specs = dict(BUILTIN_APPS[app["name"]].params)
+        for name in parameters:
+            if name != procs and name not in specs:
+                raise ConfigError(
+                    source, f"{prefix}parameters.{name}",
+                    f"unknown parameter {name!r} for app {app['name']} (known: {', '.join([*specs, procs])})",
+                )
+        for name in specs:
+            if name not in parameters:
+                raise ConfigError(source, f"{prefix}parameters", f"missing parameter {name!r} of app {app['name']}")
+    parameters.setdefault(procs, 1)
+    specs[procs] = PROCESSES
+    for name, value in parameters.items():
+        _check_value(source, f"{prefix}parameters.{name}", name, value, specs.get(name, default_spec))
+    if "command" in app:
+        for name in parameters:
+            if name != procs and "{" + name + "}" not in app["command"]:
+                raise ConfigError(source, f"{prefix}app.command", f"parameter {name!r} does not appear as {{{name}}}")
+    return app, parameters, specs
 
 
 def _safe_name(name: str) -> bool:

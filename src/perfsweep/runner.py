@@ -79,7 +79,7 @@ class RunSpec:
         archive = str(Path(sweep.results) / "archive" / study / config_id)
         fmt = {k: format_value(v) for k, v in params.items()}
         launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)
-        app = sweep.app
+        app = sweep.study(study).app
         if "name" in app:
             builtin = BUILTIN_APPS[app["name"]]
             command = [*launcher, sys.executable, "-m", builtin.module]

@@ -1,12 +1,16 @@
 # perfsweep: benchmark sweeps of MPI applications -> medians -> models, metrics, figures, report.
 # The config is validated (schema and meaning) before any job is planned; see workflow/rules/common.smk.
 
+
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/collect.smk"
+include: "workflow/rules/models.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/overhead.smk"
-include: "workflow/rules/models.smk"
 include: "workflow/rules/metrics.smk"
 
 

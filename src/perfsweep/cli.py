@@ -39,11 +39,21 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    load_config_file(args.config)  # fail fast with one line, before Snakemake starts
-    cmd = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO_ROOT / "Snakefile"),
-           "--configfile", args.config, "--cores", str(args.cores or os.cpu_count() or 1), *args.snakemake]
+    sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
+    base = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO_ROOT / "Snakefile"),
+            "--configfile", args.config]
+    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *args.snakemake]
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.call(cmd)
+    rc = subprocess.call(cmd)
+    if rc != 0 or args.no_report or "-n" in args.snakemake or "--dry-run" in args.snakemake:
+        return rc
+    report = str(Path(sweep.results) / "report.html")
+    cmd = [*base, "--report", report]
+    print("+ " + " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, stdout=subprocess.DEVNULL)
+    if rc == 0:
+        print(f"perfsweep: report written to {report}")
+    return rc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a sweep locally with Snakemake")
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
     r.add_argument("--cores", type=int, default=None)
+    r.add_argument("--no-report", action="store_true", help="skip the HTML report after the sweep")
     r.add_argument("snakemake", nargs=argparse.REMAINDER, help="arguments after -- go to Snakemake")
     r.set_defaults(func=_run)
     for register in _EXTENSIONS:

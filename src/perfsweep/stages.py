@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from perfsweep import tables
@@ -159,3 +160,46 @@ def paper_mdanalysis(data_dir: PathLike, out_dir: PathLike) -> None:
     from perfsweep.reproduce.mdanalysis import reproduce_mdanalysis
 
     reproduce_mdanalysis(data_dir, out_dir)
+
+
+def study_figures(medians: PathLike, variability: PathLike, predictions: PathLike, models_json: PathLike,
+                  grid: PathLike, variability_figure: PathLike, model: PathLike, model_vs_measurement: PathLike,
+                  varied: list[str], study: str) -> None:
+    """Seed 001's figures for one study: measured grid, variability, the model's shape, model vs data."""
+    import json
+
+    from perfsweep.modeling.model import Model
+    from perfsweep.plots import grid as grid_plot
+    from perfsweep.plots import models as model_plots
+    from perfsweep.plots.variability import variability_figure as var_plot
+    from perfsweep.plots.style import new_figure, save_figure
+
+    med, var = _read(medians), _read(variability)
+    grid_plot.measured_grid(med, var, varied, study, grid)
+    var_plot(var, study, variability_figure)
+    entry = next((e for e in json.loads(Path(models_json).read_text())
+                  if e["region"] == "all" and e["metric"] == "time"), None)
+    pred = _read(predictions)
+    pred = pred[(pred["region"] == "all") & (pred["metric"] == "time")] if len(pred) else pred
+    if entry is None:  # no model (e.g. too few values): say so in the figures instead of failing the sweep
+        for path in (model, model_vs_measurement):
+            fig, axes = new_figure()
+            axes[0, 0].text(0.5, 0.5, f"{study}: no run-time model (see models.csv)", ha="center")
+            axes[0, 0].axis("off")
+            save_figure(fig, path, pd.DataFrame())
+        return
+    m = Model.from_dict(entry["model"])
+    title = f"{study}: T({', '.join(varied)})"
+    if len(varied) == 2:
+        model_plots.contour(m.predict, varied, med, str(m), m.adj_r2, model, title)
+    elif len(varied) >= 3:
+        model_plots.slices(m.predict, varied[:3], med, str(m), m.adj_r2, model, title)
+    else:
+        x = np.linspace(med[varied[0]].min(), med[varied[0]].max(), 100)
+        fig, axes = new_figure()
+        axes[0, 0].plot(x, m.predict(x[:, None]), label=str(m))
+        axes[0, 0].scatter(med[varied[0]], med["median"], c="k", s=14, label="measured medians")
+        axes[0, 0].set(xlabel=varied[0], ylabel="time [s]", title=f"{title} (adj. R² {m.adj_r2:.3f})")
+        axes[0, 0].legend(fontsize=7)
+        save_figure(fig, model, pd.DataFrame({varied[0]: x, "model_time": m.predict(x[:, None])}))
+    model_plots.model_vs_measurement(pred, model_vs_measurement, title)

@@ -71,6 +71,8 @@ def get_study_outputs(study):
         f"{t}/variability.csv",
         f"{t}/medians.csv",
         f"{f}/time_vs_parameters.png",
+        f"{f}/grid.png",
+        f"{f}/model_vs_measurement.png",
         f"{R}/models/{study}/models.csv",
     ]
     if varies_processes(study):

@@ -12,7 +12,8 @@ rule overhead:
     output:
         fits=f"{R}/overhead/{{study}}/fits.csv",
         curves=f"{R}/overhead/{{study}}/curves.csv",
-        figure=f"{R}/overhead/{{study}}/overhead.png",
+        figure=report(f"{R}/overhead/{{study}}/overhead.png", caption="../report/overhead.rst",
+                      category="{study}", subcategory="scaling"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         processes=SWEEP.processes,

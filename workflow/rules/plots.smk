@@ -1,5 +1,9 @@
+# Figures per study (seed 001 Figs. 4, 6, 7 and Table 1 as a figure), each with its data as CSV beside
+# it, marked for the HTML report (snakemake --report results/report.html).
+
 localrules:
     plot_sweep,
+    study_figures,
 
 
 rule plot_sweep:
@@ -7,7 +11,12 @@ rule plot_sweep:
         runs=rules.collect.output.runs,
         medians=rules.aggregate.output.medians,
     output:
-        figure=f"{R}/figures/{{study}}/time_vs_parameters.png",
+        figure=report(
+            f"{R}/figures/{{study}}/time_vs_parameters.png",
+            caption="../report/time_vs_parameters.rst",
+            category="{study}",
+            subcategory="measurements",
+        ),
         data=f"{R}/figures/{{study}}/time_vs_parameters.csv",
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
@@ -15,3 +24,27 @@ rule plot_sweep:
         f"{R}/logs/plot_sweep/{{study}}.log",
     script:
         "../../scripts/plot_sweep.py"
+
+
+rule study_figures:
+    input:
+        medians=rules.aggregate.output.medians,
+        variability=rules.variability.output.table,
+        predictions=rules.models.output.predictions,
+        models_json=rules.models.output.models_json,
+    output:
+        grid=report(f"{R}/figures/{{study}}/grid.png", caption="../report/grid.rst", category="{study}",
+                    subcategory="measurements"),
+        variability_figure=report(f"{R}/figures/{{study}}/variability.png", caption="../report/variability.rst",
+                                  category="{study}", subcategory="variability"),
+        model=report(f"{R}/figures/{{study}}/model.png", caption="../report/model.rst", category="{study}",
+                     subcategory="models"),
+        model_vs_measurement=report(f"{R}/figures/{{study}}/model_vs_measurement.png",
+                                    caption="../report/model_vs_measurement.rst", category="{study}",
+                                    subcategory="models"),
+    params:
+        varied=lambda wc: STUDIES[wc.study].varied,
+    log:
+        f"{R}/logs/study_figures/{{study}}.log",
+    script:
+        "../../scripts/study_figures.py"

@@ -135,7 +135,19 @@ def metrics(ranks: PathLike, observables: PathLike, scaling: PathLike, pop_csv: 
     from perfsweep.metrics.stragglers import flag_stragglers
     from perfsweep.plots.metrics import pop_heatmap, rank_bars, speedup_efficiency
 
-    rk = flag_stragglers(from_pipeline_ranks(_read(ranks)), ["run_id"])
+    rk = _read(ranks)
+    if rk.empty:  # an external app without per-rank timings: nothing to break down, say so
+        from perfsweep.plots.style import new_figure, save_figure
+
+        for path in (observables, scaling, pop_csv):
+            pd.DataFrame({"note": ["no per-rank timings: the app reports none (timings_json)"]}).to_csv(path, index=False)
+        for path in (pop_figure, speedup_figure, ranks_figure):
+            fig, axes = new_figure()
+            axes[0, 0].text(0.5, 0.5, f"{study}: no per-rank timings", ha="center")
+            axes[0, 0].axis("off")
+            save_figure(fig, path, pd.DataFrame())
+        return
+    rk = flag_stragglers(from_pipeline_ranks(rk), ["run_id"])
     others = [v for v in varied if v != processes]
     run_cols = ["run_id", "config_id", *varied]
     runs = run_totals(rk, run_cols).merge(

@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.perfsweep-installed
 CONFIG ?= config/config.yaml
 CORES  ?= $(shell nproc)
 
-.PHONY: setup run test test-fast dryrun-paper report clean-results
+.PHONY: setup run test test-fast dryrun-paper paper-ms2 paper-hofinger paper-mdanalysis clean-results
 
 setup: $(STAMP)
 
@@ -27,6 +27,16 @@ test-fast: setup
 
 dryrun-paper: setup
 	$(BIN)/snakemake -n -q --configfile config/ms2-paper.yaml
+
+# Paper reproductions, one command each (see README)
+paper-ms2: setup
+	$(BIN)/perfsweep run config/ms2-paper-small.yaml --cores $(CORES)
+
+paper-hofinger: setup
+	$(BIN)/snakemake paper_hofinger --cores 1
+
+paper-mdanalysis: setup
+	$(BIN)/snakemake paper_mdanalysis --cores 1
 
 clean-results:
 	@echo "results/ holds raw run records; remove it by hand if you really mean it: rm -rf results"

@@ -118,3 +118,10 @@ def test_paper_config_plans_all_runs(tmp_path):
     proc = snakemake("-n", "--configfile", REPO / "config" / "ms2-paper.yaml", cwd=tmp_path, timeout=300)
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout, re.MULTILINE))
     assert counts["run"] == "6480" and counts["collect"] == "8"
+
+
+def test_impossible_ljmd_configuration_is_caught_before_any_job():
+    cfg = with_change(["studies", "nm", "vary", "n"], [20, 100])
+    cfg["parameters"]["c"] = 3.0
+    with pytest.raises(ConfigError, match=r"x.yaml: studies.nm: configuration n=20_m=1: --c 3.0: cut-off plus"):
+        load_config(cfg, "x.yaml")

@@ -204,6 +204,13 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
             _check_value(source, f"{base}.fixed.{pname}", pname, v, s_specs.get(pname, default_spec))
         fixed = {k: v for k, v in s_params.items() if k not in sdef["vary"]}
         fixed.update(sdef.get("fixed", {}))
+        if "name" in s_app:
+            builtin = BUILTIN_APPS[s_app["name"]]
+            for cfg in Study(sname, dict(sdef["vary"]), fixed, 1).configurations():
+                try:
+                    builtin.check(cfg.params)
+                except ValueError as exc:
+                    raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
         studies.append(
             Study(
                 name=sname,

@@ -215,3 +215,19 @@ def study_figures(medians: PathLike, variability: PathLike, predictions: PathLik
         axes[0, 0].legend(fontsize=7)
         save_figure(fig, model, pd.DataFrame({varied[0]: x, "model_time": m.predict(x[:, None])}))
     model_plots.model_vs_measurement(pred, model_vs_measurement, title)
+
+
+def models_summary(models: list[PathLike], summary: PathLike) -> None:
+    """Run-time models of all studies in the shape of seed 001's Tables 2 (two varied parameters) and 3
+    (three): model, fixed parameters, formula, adjusted R^2. Writes summary and summary_<k>p tables."""
+    frames = [_read(p) for p in models]
+    allm = pd.concat([f for f in frames if len(f)], ignore_index=True) if frames else pd.DataFrame()
+    main = allm[(allm["region"] == "all") & (allm["metric"] == "time")].copy()
+    main["parameters"] = main["varied"].str.count(",") + 1
+    table = main.rename(columns={"model_name": "Model", "fixed": "Fixed parameters", "model": "Formula",
+                                 "adj_r2": "adj. R^2"})[["Model", "Fixed parameters", "Formula", "adj. R^2",
+                                                         "study", "parameters", "reason"]]
+    tables.write_table(table, _stem(summary), caption="Run-time models of all studies")
+    for k, part in table.groupby("parameters"):
+        tables.write_table(part.drop(columns=["parameters"]), f"{_stem(summary)}_{k}p",
+                           caption=f"{k}-parameter models of the execution time")

@@ -82,4 +82,4 @@ def get_study_outputs(study):
 
 
 def get_final_outputs(wildcards):
-    return [p for s in STUDIES for p in get_study_outputs(s)]
+    return [p for s in STUDIES for p in get_study_outputs(s)] + [f"{R}/tables/models_summary.csv"]

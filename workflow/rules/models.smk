@@ -2,6 +2,7 @@
 
 localrules:
     models,
+    models_summary,
 
 
 rule models:
@@ -19,3 +20,14 @@ rule models:
         f"{R}/logs/models/{{study}}.log",
     script:
         "../../scripts/models.py"
+
+
+rule models_summary:
+    input:
+        models=lambda wc: [f"{R}/models/{s}/models.csv" for s in STUDIES],
+    output:
+        summary=f"{R}/tables/models_summary.csv",
+    log:
+        f"{R}/logs/models_summary.log",
+    script:
+        "../../scripts/models_summary.py"

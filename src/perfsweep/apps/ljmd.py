@@ -84,6 +84,11 @@ def validate(p: Params) -> None:
         raise ParamError("--steps, --dt, --threads and --io-every must be positive")
 
 
+def check_params(params: dict) -> None:
+    """Config-time check of one configuration (n, m, d, c): raises ParamError like the app would."""
+    validate(Params(n=int(params["n"]), m=int(params["m"]), d=float(params["d"]), c=float(params["c"])))
+
+
 def site_radius(m: int, edge: float = SITE_EDGE) -> float:
     """Circumradius of the regular m-gon with the given edge (0 for a single site)."""
     return 0.0 if m == 1 else edge / (2.0 * math.sin(math.pi / m))

@@ -20,6 +20,14 @@ class ParamSpec:
 class BuiltinApp:
     module: str
     params: dict[str, ParamSpec]
+    checker: str | None = None  # "module:function" raising ValueError for an impossible configuration
+
+    def check(self, params: dict) -> None:
+        if self.checker:
+            import importlib
+
+            module, func = self.checker.split(":")
+            getattr(importlib.import_module(module), func)(params)
 
 
 PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
@@ -33,6 +41,7 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "d": ParamSpec(float, 0, True, "reduced density"),
             "c": ParamSpec(float, 0, True, "reduced cut-off radius"),
         },
+        checker="perfsweep.apps.ljmd:check_params",
     ),
     "rmsd": BuiltinApp(
         module="perfsweep.apps.rmsd",

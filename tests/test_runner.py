@@ -78,10 +78,28 @@ def test_spec_json_is_deterministic(tmp_path):
 
 
 def test_launcher_template_expands_processes(tmp_path):
-    cfg = {"app": {"name": "ljmd", "args": {"steps": 3}}, "parameters": {"n": 10, "m": 1, "d": 0.5, "c": 1.5},
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 3}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5},
            "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path)}
     sweep = load_config(cfg, "t.yaml")
     spec = spec_of(sweep, 1)
     assert spec.command[1:3] == ["-n", "2"] and spec.command[0].endswith("mpiexec")
     assert spec.command[3:6] == [sys.executable, "-m", "perfsweep.apps.ljmd"]
     assert "--p" not in spec.command and spec.command[-2:] == ["--steps", "3"]
+
+
+def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    sweep = sweep_for(f"{PY} -c 'import time; time.sleep(30 + {{n}})'", tmp_path)
+    spec = spec_of(sweep)
+    out = tmp_path / "rec.json"
+    proc = subprocess.Popen([PY, "-m", "perfsweep.runner", "--spec", spec.to_json(), "--output", str(out)])
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert not out.exists()  # no half-written result
+    (archived,) = (tmp_path / "results" / "archive").rglob("*.json")
+    rec = json.loads(archived.read_text())
+    assert rec["status"] == "killed" and rec["error"] == "terminated by signal 15"

@@ -174,6 +174,11 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             rc, out, err, wall = _run_process(command, spec.timeout)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
+        except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
+            record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
+                          returncode=None, time=None)
+            _archive(spec, attempt, record)
+            raise
         record.update(finished_at=_now(), wall_time=wall, returncode=rc,
                       stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
         status, error = "ok", None
@@ -190,13 +195,30 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         record["status"], record["error"] = status, error
         record.setdefault("time", wall if status == "ok" else None)
 
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    archive = Path(spec.archive_dir) / f"rep{spec.repetition}.attempt{attempt}.{stamp}.json"
-    write_json_atomic(archive, record)
+    archive = _archive(spec, attempt, record)
     if status != "ok" and raise_on_failure:
         raise RunFailed(f"{spec.run_id}: {error} (record kept in {archive})")
     write_json_atomic(output, record)
     return record
+
+
+def _archive(spec: RunSpec, attempt: int, record: dict[str, Any]) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    archive = Path(spec.archive_dir) / f"rep{spec.repetition}.attempt{attempt}.{stamp}.json"
+    write_json_atomic(archive, record)
+    return archive
+
+
+class Interrupted(BaseException):
+    """SIGTERM/SIGINT arrived while a run was in flight (e.g. scancel)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
 
 
 def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_path: str | None,
@@ -240,11 +262,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retries", type=int, default=0)
     args = ap.parse_args(argv)
     spec = RunSpec.from_json(args.spec)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _raise_interrupted)
     try:
         record = execute(spec, args.output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
     except RunFailed as exc:
         print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
         return 1
+    except Interrupted as exc:
+        print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
+        return 128 + exc.signum
     if record["status"] != "ok":
         print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
     return 0

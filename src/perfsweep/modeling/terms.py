@@ -49,22 +49,18 @@ class Factor:
         return (float(self.i), self.j)
 
     def text(self, names: list[str]) -> str:
-        name = names[self.param]
-        parts = []
-        if self.i != 0:
-            parts.append(name if self.i == 1 else f"{name}^{_frac(self.i)}")
-        if self.j:
-            parts.append(f"log2({name})" if self.j == 1 else f"log2({name})^{self.j}")
-        return " * ".join(parts)
+        return self._render(names[self.param], "{x}^{i}", "log2({x})", "log2({x})^{j}", " * ")
 
     def latex(self, names: list[str]) -> str:
-        name = names[self.param]
+        return self._render(names[self.param], "{x}^{{{i}}}", r"\log_2 {x}", r"\log_2^{{{j}}} {x}", r" \cdot ")
+
+    def _render(self, x: str, power: str, log1: str, logj: str, join: str) -> str:
         parts = []
         if self.i != 0:
-            parts.append(name if self.i == 1 else f"{name}^{{{_frac(self.i)}}}")
+            parts.append(x if self.i == 1 else power.format(x=x, i=_frac(self.i)))
         if self.j:
-            parts.append(rf"\log_2 {name}" if self.j == 1 else rf"\log_2^{{{self.j}}} {name}")
-        return r" \cdot ".join(parts)
+            parts.append(log1.format(x=x) if self.j == 1 else logj.format(x=x, j=self.j))
+        return join.join(parts)
 
 
 def _frac(f: Fraction) -> str:

@@ -3,10 +3,12 @@
     .venv/bin/python bench/slurm_bundling.py [--runs-per-bundle 16] [--cores 2]
 
 Needs the local cluster (as root: .venv/bin/python -m perfsweep.cluster.local_slurm start). Runs the
-same small ljmd sweep (2 studies, 24 short runs) twice from scratch through workflow/profiles/slurm:
-per run (one sbatch each), and bundled (Snakemake job groups: --groups run=bundle
---group-components bundle=N --cores C, so N runs share one allocation of C cores and run C at a time).
-Prints both wall times and their ratio, and the number of SLURM jobs each used.
+same small ljmd sweep (2 studies, 12 configurations x k repetitions of short runs) from scratch through
+workflow/profiles/slurm three ways: per run (one sbatch each); bundled by perfsweep
+(`bundle: repetitions`: the k repetitions of a configuration run in one process in one allocation);
+and with Snakemake's job groups (--groups run=bundle --group-components bundle=N --cores C), which
+start a Snakemake process per grouped job inside the allocation. Prints the wall times, the ratios
+and how many SLURM jobs each used.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG = {
     "app": {"name": "ljmd", "args": {"steps": 4}},
     "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
-    "repetitions": 2,
+    "repetitions": 8,
     "studies": {"n": {"vary": {"n": [100, 150, 200, 250, 300, 350]}},
                 "m": {"vary": {"m": [1, 2, 3, 4, 5, 6]}}},
 }
@@ -48,16 +50,20 @@ def sweep(extra: list[str]) -> tuple[float, int, int]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs-per-bundle", type=int, default=12)
-    ap.add_argument("--cores", type=int, default=2, help="cores per bundled allocation")
+    ap.add_argument("--groups", action="store_true", help="also measure Snakemake's job groups")
+    ap.add_argument("--runs-per-bundle", type=int, default=48)
+    ap.add_argument("--cores", type=int, default=4, help="cores per bundled allocation")
     args = ap.parse_args()
     per_run, n1, jobs1 = sweep([])
-    bundled, n2, jobs2 = sweep(["--groups", "run=bundle", "--group-components",
-                                f"bundle={args.runs_per_bundle}", "--cores", str(args.cores)])
-    print(f"per run : {per_run:7.1f} s for {n1} runs in {jobs1} SLURM jobs")
-    print(f"bundled : {bundled:7.1f} s for {n2} runs in {jobs2} SLURM jobs "
-          f"({args.runs_per_bundle} runs per allocation, {args.cores} cores each)")
-    print(f"ratio   : {per_run / bundled:7.2f}x faster bundled")
+    bundled, n2, jobs2 = sweep(["--config", "bundle=repetitions"])
+    print(f"per run            : {per_run:7.1f} s for {n1} runs in {jobs1} SLURM jobs")
+    print(f"bundle: repetitions: {bundled:7.1f} s for {n2} runs in {jobs2} SLURM jobs "
+          f"({per_run / bundled:.2f}x faster than per run)")
+    if args.groups:
+        grouped, n3, jobs3 = sweep(["--groups", "run=bundle", "--group-components",
+                                    f"bundle={args.runs_per_bundle}", "--cores", str(args.cores)])
+        print(f"snakemake groups   : {grouped:7.1f} s for {n3} runs in {jobs3} SLURM jobs "
+              f"({per_run / grouped:.2f}x; {args.runs_per_bundle} runs per allocation of {args.cores} cores)")
     return 0
 
 

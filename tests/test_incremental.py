@@ -52,3 +52,15 @@ def test_reruns_only_what_changed(tmp_path):
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
     assert len(runs) == 18 and set(runs["status"]) == {"ok"}
     assert len(list((results / "archive").rglob("*.json"))) == 18  # every run once, nothing overwritten
+
+
+def test_bundled_repetitions_run_in_one_job_per_configuration(tmp_path):
+    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
+    write_config(cfg, results, k=3)
+    text = cfg.read_text() + "bundle: repetitions\n"
+    cfg.write_text(text)
+    proc = snakemake("--cores", "2", "--configfile", cfg, cwd=tmp_path)
+    jobs = re.findall(r"^\s*(?:local)?rule run_nm:", proc.stdout + proc.stderr, re.MULTILINE)
+    assert len(jobs) == 4  # 2 n x 2 m configurations, each with its 3 repetitions
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert len(runs) == 12 and set(runs["status"]) == {"ok"} and set(runs["repetition"]) == {0, 1, 2}

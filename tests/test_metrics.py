@@ -84,3 +84,22 @@ def test_mdanalysis_speedup_matches_published_column():
     # overheads as the seed defines them
     r = ranks.iloc[0]
     assert r["t_Overhead1"] == pytest.approx(r["t_all_frame"] - r["t_IO"] - r["t_comp"] - r["t_end_loop"])
+
+
+@pytest.mark.slow
+def test_paper_mdanalysis_target(tmp_path):
+    import yaml
+
+    from conftest import snakemake
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["results"] = str(tmp_path / "results")
+    cfg["paper"] = {"mdanalysis_dir": str(MDA)}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake("paper_mdanalysis", "--cores", "1", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
+    out = tmp_path / "results" / "paper" / "mdanalysis-rmsd"
+    table = pd.read_csv(out / "scaling.csv")
+    assert list(table["N"]) == [1, 8, 16, 24, 32, 40, 48, 56, 64, 72]
+    for name in ("speedup_efficiency", "components", "ranks_N72"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.csv").exists()
+    assert {"ideal_speed_up", "efficiency"} <= set(pd.read_csv(out / "speedup_efficiency.csv").columns)

@@ -96,6 +96,7 @@ class SweepConfig:
     timeout: float
     retries: int
     results: str
+    bundle: str = "none"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def study(self, name: str) -> Study:
@@ -240,6 +241,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         timeout=float(data["timeout"]),
         retries=int(data["retries"]),
         results=data["results"],
+        bundle=data["bundle"],
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper")},
     )
 

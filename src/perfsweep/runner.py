@@ -248,33 +248,40 @@ def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m perfsweep.runner --spec JSON --output FILE [--attempt A --retries R]``.
+    """``python -m perfsweep.runner --spec JSON --output FILE [--spec ... --output ...] [--attempt A --retries R]``.
 
-    Exit 0 when a record was written (also for a failed run on its last attempt: the failure record is
-    the result), 1 when a failed attempt was archived and should be retried.
+    Several spec/output pairs run one after the other in this process (a bundle: e.g. the k
+    repetitions of a configuration in one SLURM allocation). Exit 0 when every record was written
+    (also for failed runs on their last attempt: the failure record is the result), 1 when a failed
+    attempt was archived and should be retried.
     """
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
-    ap.add_argument("--spec", required=True, help="RunSpec as JSON (RunSpec.to_json)")
-    ap.add_argument("--output", required=True)
+    ap.add_argument("--spec", required=True, action="append", help="RunSpec as JSON (RunSpec.to_json)")
+    ap.add_argument("--output", required=True, action="append")
     ap.add_argument("--attempt", type=int, default=1)
     ap.add_argument("--retries", type=int, default=0)
     args = ap.parse_args(argv)
-    spec = RunSpec.from_json(args.spec)
+    if len(args.spec) != len(args.output):
+        ap.error("give one --output per --spec")
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _raise_interrupted)
-    try:
-        record = execute(spec, args.output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
-    except RunFailed as exc:
-        print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
-        return 1
-    except Interrupted as exc:
-        print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
-        return 128 + exc.signum
-    if record["status"] != "ok":
-        print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
-    return 0
+    retry = False
+    for text, output in zip(args.spec, args.output):
+        spec = RunSpec.from_json(text)
+        try:
+            record = execute(spec, output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
+        except RunFailed as exc:
+            print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
+            retry = True
+            continue
+        except Interrupted as exc:
+            print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
+            return 128 + exc.signum
+        if record["status"] != "ok":
+            print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
+    return 1 if retry else 0
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ def metrics(ranks: PathLike, observables: PathLike, scaling: PathLike, pop_csv: 
     per_run = pd.concat([pop_metrics(g, ["run_id", "config_id", *varied], processes, scaling=mode)
                          for _, g in (rk.groupby(others) if others else [((), rk)])], ignore_index=True)
     pt, _ = pop_table(per_run, varied, processes)
-    pt.to_csv(pop_csv)
+    tables.write_table(pt.reset_index(names="metric"), _stem(pop_csv), caption=f"POP metrics, study {study}")
     pop_heatmap(pt, pop_figure, f"POP metrics, study {study} ({mode} scaling)")
     biggest = rk[rk[processes] == rk[processes].max()]
     one = biggest[biggest["run_id"] == biggest["run_id"].iloc[0]]

@@ -64,6 +64,17 @@ def get_paper_input(key, default):
     return SWEEP.extra["paper"].get(key, default)
 
 
+def get_bundle_args(study, config_id, output):
+    """--spec/--output pairs for all repetitions of one configuration (bundle mode), shell-quoted."""
+    import shlex
+
+    cfg = CONFIGS[(study, config_id)]
+    return " ".join(
+        f"--spec {shlex.quote(RunSpec.build(SWEEP, cfg, k).to_json())} --output {shlex.quote(path)}"
+        for k, path in enumerate(output)
+    )
+
+
 def get_study_outputs(study):
     t, f = f"{R}/tables/{study}", f"{R}/figures/{study}"
     out = [

@@ -103,3 +103,14 @@ def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
     (archived,) = (tmp_path / "results" / "archive").rglob("*.json")
     rec = json.loads(archived.read_text())
     assert rec["status"] == "killed" and rec["error"] == "terminated by signal 15"
+
+
+def test_mpiexec_uses_the_fork_launcher_inside_a_slurm_job(monkeypatch):
+    from perfsweep.runner import inside_allocation
+
+    cmd = ["/x/mpiexec", "-n", "2", "python", "app.py"]
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    assert inside_allocation(cmd) == cmd
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    assert inside_allocation(cmd) == ["/x/mpiexec", "-launcher", "fork", "-n", "2", "python", "app.py"]
+    assert inside_allocation(["srun", "-n", "2", "a"]) == ["srun", "-n", "2", "a"]

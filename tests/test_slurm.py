@@ -63,7 +63,7 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
     for rec in recs.values():
         assert rec["status"] == "ok"
         assert rec["slurm"]["job_id"].isdigit() and rec["slurm"]["nodelist"]
-        assert rec["launch"]["command"][1:3] == ["-launcher", "fork"]
+        assert rec["launch"]["command"][1:3] == ["-launcher", "fork"]  # set by the runner inside SLURM
         assert len(rec["ranks"]) == rec["parameters"]["p"]
     assert len({r["slurm"]["job_id"] for r in recs.values()}) == 16  # one allocation per run
     for study in ("np", "mp"):

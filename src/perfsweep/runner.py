@@ -108,6 +108,16 @@ def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") ->
     return shlex.split(template.format(**values))
 
 
+def inside_allocation(command: list[str]) -> list[str]:
+    """Inside a SLURM job, MPICH's Hydra mpiexec would bootstrap through SLURM itself and can hang; a
+    run's p ranks share one task's CPUs on one node, so it starts them with the fork launcher."""
+    if "SLURM_JOB_ID" not in os.environ or not command or Path(command[0]).name not in ("mpiexec", "mpirun"):
+        return command
+    if "-launcher" in command or "-bootstrap" in command:
+        return command
+    return [command[0], "-launcher", "fork", *command[1:]]
+
+
 def slurm_info() -> dict[str, str] | None:
     """The SLURM job this process runs in, if any."""
     if "SLURM_JOB_ID" not in os.environ:
@@ -151,6 +161,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
     with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
         report_path = spec.report_path
         command = list(spec.command)
+        command = inside_allocation(command)
         if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
             report_path = str(Path(tmp) / "report.json")
             command += ["--report", report_path]

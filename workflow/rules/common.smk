@@ -6,7 +6,8 @@ from perfsweep.runner import RunSpec
 
 PYTHON = sys.executable
 
-DEFAULT_CONFIG = "config/config.yaml"
+# the embedded default, found beside the Snakefile wherever Snakemake is started from
+DEFAULT_CONFIG = os.path.relpath(os.path.join(workflow.basedir, "config", "config.yaml"))
 
 
 def _load_sweep():

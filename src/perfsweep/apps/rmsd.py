@@ -8,8 +8,11 @@ into p contiguous blocks; each rank opens the file (t_opening), reads its frames
 computes the RMSD of each to the reference after optimal superposition (Kabsch, from the singular
 values of the 3x3 covariance; t_comp); the results are gathered to rank 0 (t_comm). Recorded per rank,
 as in the seed's table: phases init = t_opening, io = t_IO, compute = t_comp, comm = t_comm; regions
-``block_rmsd`` (t_RMSD), ``block_rmsd/opening``, ``block_rmsd/frames`` (t_all_frame) and
-``block_rmsd/end_loop`` (t_end_loop); the report's ``total`` is t_N = t_RMSD + t_comm plus set-up.
+``block_rmsd`` (t_RMSD), ``block_rmsd/opening`` (t_opening), ``block_rmsd/frames`` (t_all_frame: the
+frame loop including its exit) and ``block_rmsd/frames/end_loop`` (t_end_loop: from the end of the last
+iteration to leaving the loop, where the reader rewinds as MDAnalysis's does); the report's ``total``
+is t_N = t_RMSD + t_comm plus the timer's own set-up. perfsweep.metrics.observables.RMSD_REGIONS maps
+these region paths to the seed's names, so t_Overhead1 and t_Overhead2 follow from the record.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +60,8 @@ def write_trajectory(path: Path, atoms: int, frames: int, seed: int) -> None:
 
 def read_header(fh) -> tuple[int, int]:
     head = fh.read(HEADER)
-    if head[: len(MAGIC)] != MAGIC:
-        raise ValueError("not a perfsweep trajectory file")
+    if len(head) < HEADER or head[: len(MAGIC)] != MAGIC:
+        raise ValueError(f"{fh.name}: not a perfsweep trajectory file (no {MAGIC.decode()} header)")
     atoms, frames = np.frombuffer(head[len(MAGIC):], dtype=np.int32)
     return int(atoms), int(frames)
 
@@ -80,9 +82,28 @@ def block_rmsd(path: Path, start: int, stop: int, timer: RankTimer) -> np.ndarra
                     frame = np.frombuffer(fh.read(size), dtype=np.float32).reshape(atoms, 3).astype(np.float64)
                 with timer.phase("compute"):
                     out[k - start] = kabsch_rmsd(frame, ref)
-        with timer.region("end_loop"):
-            fh.close()
+            with timer.region("end_loop"):
+                fh.seek(HEADER)  # leaving the loop rewinds the reader, as MDAnalysis's iterator does
+        fh.close()
     return out
+
+
+def prepare_trajectory(path: Path, atoms: int, frames: int, seed: int) -> str | None:
+    """Write the trajectory unless it exists; an existing file must match atoms and frames.
+    Returns a one-line error, or None."""
+    if not path.exists():
+        write_trajectory(path, atoms, frames, seed)
+        return None
+    try:
+        with open(path, "rb") as fh:
+            have = read_header(fh)
+    except (OSError, ValueError) as exc:
+        return str(exc)
+    if have != (atoms, frames):
+        return f"{path}: has {have[0]} atoms x {have[1]} frames, not --atoms {atoms} --frames {frames}"
+    if path.stat().st_size < HEADER + frames * atoms * 12:
+        return f"{path}: truncated ({path.stat().st_size} bytes for {atoms} atoms x {frames} frames)"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,9 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cache = Path(os.environ.get("PERFSWEEP_CACHE", Path(tempfile.gettempdir()) / "perfsweep-cache"))
     path = Path(args.trajectory or cache / f"rmsd-a{args.atoms}-f{args.frames}-s{args.seed}.trj")
-    if rank == 0 and not path.exists():  # preparation, outside the measured time
-        write_trajectory(path, args.atoms, args.frames, args.seed)
-    comm.Barrier()
+    error = None
+    if rank == 0:  # preparation, outside the measured time; the others wait for the complete file
+        error = prepare_trajectory(path, args.atoms, args.frames, args.seed)
+    error = comm.bcast(error, root=0)
+    if error:
+        if rank == 0:
+            print(f"rmsd: {error}", file=sys.stderr)
+        return 2
 
     timer = RankTimer()
     start, stop = rank * args.frames // size, (rank + 1) * args.frames // size

@@ -1,5 +1,12 @@
 """Scaling and efficiency figures: speed-up and efficiency with ideal lines, per-component scaling,
-per-rank stacked bars, and the POP efficiency table coloured as PyPOP does."""
+per-rank stacked bars, and the POP efficiency table coloured as PyPOP does. Every figure writes its
+plotted data as CSV beside the PNG (perfsweep.plots.style.save_figure).
+
+    from perfsweep.plots.metrics import pop_heatmap, rank_bars, speedup_efficiency
+    speedup_efficiency(scaling_table(runs, "p"), "p", "speedup.png", "study T_n_p")
+    rank_bars(one_run_ranks, ["init", "compute", "io", "comm", "other"], "ranks.png", "run ...", "straggler")
+    pop_heatmap(pop_table(per_run, ["n", "p"], "p")[0], "pop.png", "POP metrics, study T_n_p")
+"""
 
 from __future__ import annotations
 
@@ -7,8 +14,10 @@ import os
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Rectangle
+from matplotlib.patches import Rectangle
 
-from perfsweep.metrics.pop import colour
+from perfsweep.metrics.pop import NOT_COMPUTED, colour
 from perfsweep.plots.style import new_figure, save_figure
 
 
@@ -69,8 +78,7 @@ def pop_heatmap(table: pd.DataFrame, path: str | os.PathLike[str], title: str) -
     for i, metric in enumerate(table.index):
         for j, col in enumerate(table.columns):
             v = float(table.iloc[i, j])
-            ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-                (j, i), 1, 1, color=colour(v), ec="white"))
+            ax.add_patch(Rectangle((j, i), 1, 1, facecolor=colour(v), edgecolor="white"))
             ax.text(j + 0.5, i + 0.5, "" if not np.isfinite(v) else f"{v:.2f}", ha="center", va="center", fontsize=8)
     ax.set_xlim(0, table.shape[1])
     ax.set_ylim(table.shape[0], 0)
@@ -78,4 +86,5 @@ def pop_heatmap(table: pd.DataFrame, path: str | os.PathLike[str], title: str) -
     ax.set_yticks(np.arange(table.shape[0]) + 0.5, table.index, fontsize=8)
     ax.grid(False)
     ax.set_title(f"{title}\nred < 0.5, pink to 0.8, green 0.8-1 (median over repetitions)", fontsize=9)
+    fig.text(0.01, -0.02, "Not shown: " + NOT_COMPUTED, fontsize=6, ha="left", va="top", wrap=True)
     save_figure(fig, path, table.reset_index(names="metric"))

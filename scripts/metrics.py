@@ -3,4 +3,4 @@ import sys
 sys.stderr = open(snakemake.log[0], "w")
 from perfsweep import stages
 
-stages.metrics(snakemake.input.ranks, **snakemake.output, **snakemake.params, study=snakemake.wildcards.study)
+stages.metrics(**snakemake.input, **snakemake.output, **snakemake.params, study=snakemake.wildcards.study)

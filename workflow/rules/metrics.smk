@@ -9,10 +9,12 @@ localrules:
 rule efficiency:
     input:
         ranks=rules.collect.output.ranks,
+        regions=rules.collect.output.regions,
     output:
         observables=f"{R}/metrics/{{study}}/observables.csv",
         scaling=f"{R}/metrics/{{study}}/scaling.csv",
         pop_csv=f"{R}/metrics/{{study}}/pop.csv",
+        pop_spread=f"{R}/metrics/{{study}}/pop_spread.csv",
         pop_figure=report(f"{R}/metrics/{{study}}/pop.png", caption="../report/pop.rst", category="{study}",
                           subcategory="efficiency"),
         speedup_figure=report(f"{R}/metrics/{{study}}/speedup_efficiency.png", caption="../report/speedup.rst",

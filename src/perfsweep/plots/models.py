@@ -1,9 +1,18 @@
 """Model figures (seed 001): contour lines of 2-parameter models (Fig. 6), stacked horizontal slices
-of 3-parameter models (Fig. 7), and model vs measurement (predicted vs measured, residuals)."""
+of 3-parameter models (Fig. 7), the curve of a 1-parameter model, and model vs measurement (predicted
+vs measured, residuals). Every function takes the model as a callable f(X) -> y (X: N x q, columns in
+the order of ``names``), so it plots any model, not only ours::
+
+    from perfsweep.plots import models as mp
+    mp.contour(model.predict, ["n", "p"], medians, str(model), model.adj_r2, "fig6.png", "T(n, p)")
+    mp.slices(model.predict, ["p", "n", "m"], medians, str(model), model.adj_r2, "fig7.png", "T(p, n, m)")
+    f2 = mp.hold(model.predict, ["n", "m", "d", "c"], shown=["n", "m", "c"], held={"d": 0.5})  # 4 -> 3
+"""
 
 from __future__ import annotations
 
 import os
+import textwrap
 from typing import Callable
 
 import numpy as np
@@ -12,12 +21,54 @@ import pandas as pd
 from perfsweep.plots.style import new_figure, save_figure
 
 
+def hold(f: Callable[[np.ndarray], np.ndarray], names: list[str], shown: list[str],
+         held: dict[str, float]) -> Callable[[np.ndarray], np.ndarray]:
+    """f restricted to the ``shown`` parameters, the others held at the given values.
+
+    Why: a model of four or more parameters cannot be drawn whole; its figure shows three of them
+    and says in the title at which values the others were held."""
+    missing = [n for n in names if n not in shown and n not in held]
+    if missing:
+        raise ValueError(f"hold: no value for {', '.join(missing)}")
+
+    def restricted(x: np.ndarray) -> np.ndarray:
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        full = np.empty((len(x), len(names)))
+        for j, name in enumerate(names):
+            full[:, j] = x[:, shown.index(name)] if name in shown else held[name]
+        return f(full)
+
+    return restricted
+
+
+def line(f: Callable[[np.ndarray], np.ndarray], name: str, points: pd.DataFrame, measured: str, formula: str,
+         adj_r2: float, path: str | os.PathLike[str], title: str, unit: str = "time [s]") -> pd.DataFrame:
+    """A 1-parameter model as a curve over the measured range, the measured values as points."""
+    x = _axis(points[name].to_numpy(float), 100)
+    y = f(x[:, None])
+    fig, axes = new_figure(width=5.6, height=4.0)
+    ax = axes[0, 0]
+    ax.plot(x, y, lw=1.5, label="model")
+    ax.scatter(points[name], points[measured], c="k", s=14, zorder=3, label="measured medians")
+    ax.set(xlabel=name, ylabel=unit)
+    ax.set_title(_title(title, formula, adj_r2), fontsize=8)
+    ax.legend(fontsize=7)
+    data = pd.DataFrame({name: x, "model": y})
+    save_figure(fig, path, data)
+    return data
+
+
+def _title(title: str, formula: str, adj_r2: float, extra: str = "") -> str:
+    """Title, formula and adjusted R^2; long formulas wrapped so the title stays within the figure."""
+    return "\n".join([title, *textwrap.wrap(formula, 90), f"adj. R² {adj_r2:.3f}{extra}"])
+
+
 def _axis(values: np.ndarray, n: int = 60) -> np.ndarray:
     return np.linspace(values.min(), values.max(), n)
 
 
 def contour(f: Callable[[np.ndarray], np.ndarray], names: list[str], points: pd.DataFrame, formula: str,
-            adj_r2: float, path: str | os.PathLike[str], title: str) -> pd.DataFrame:
+            adj_r2: float, path: str | os.PathLike[str], title: str, unit: str = "time [s]") -> pd.DataFrame:
     """Contour lines of f over the measured range of two parameters, with the measured points."""
     xs, ys = _axis(points[names[0]].to_numpy(float)), _axis(points[names[1]].to_numpy(float))
     gx, gy = np.meshgrid(xs, ys)
@@ -28,7 +79,7 @@ def contour(f: Callable[[np.ndarray], np.ndarray], names: list[str], points: pd.
     ax.clabel(cs, fontsize=7, fmt="%.3g")
     ax.scatter(points[names[0]], points[names[1]], c="k", s=10, label="measured configurations")
     ax.set(xlabel=names[0], ylabel=names[1])
-    ax.set_title(f"{title}\n{formula}  (adj. R² {adj_r2:.3f}); time [s]", fontsize=8)
+    ax.set_title(_title(title, formula, adj_r2, f"; contour labels: {unit}"), fontsize=8)
     ax.legend(fontsize=7, loc="upper left")
     data = pd.DataFrame({names[0]: gx.ravel(), names[1]: gy.ravel(), "model_time": z.ravel()})
     save_figure(fig, path, data)
@@ -36,7 +87,7 @@ def contour(f: Callable[[np.ndarray], np.ndarray], names: list[str], points: pd.
 
 
 def slices(f: Callable[[np.ndarray], np.ndarray], names: list[str], points: pd.DataFrame, formula: str,
-           adj_r2: float, path: str | os.PathLike[str], title: str) -> pd.DataFrame:
+           adj_r2: float, path: str | os.PathLike[str], title: str, unit: str = "time [s]") -> pd.DataFrame:
     """Horizontal slices of a 3-parameter model, one per measured value of the third parameter."""
     xs, ys = _axis(points[names[0]].to_numpy(float), 30), _axis(points[names[1]].to_numpy(float), 30)
     gx, gy = np.meshgrid(xs, ys)
@@ -55,9 +106,9 @@ def slices(f: Callable[[np.ndarray], np.ndarray], names: list[str], points: pd.D
         ax.plot_surface(gx, gy, np.full_like(gx, v), facecolors=cm.viridis(norm(z)), shade=False, alpha=0.8,
                         rstride=1, cstride=1, linewidth=0)
         rows.append(pd.DataFrame({names[0]: gx.ravel(), names[1]: gy.ravel(), names[2]: v, "model_time": z.ravel()}))
-    fig.colorbar(cm.ScalarMappable(norm=norm, cmap="viridis"), ax=ax, shrink=0.6, label="time [s]")
+    fig.colorbar(cm.ScalarMappable(norm=norm, cmap="viridis"), ax=ax, shrink=0.6, label=unit)
     ax.set(xlabel=names[0], ylabel=names[1], zlabel=names[2])
-    ax.set_title(f"{title}\n{formula}  (adj. R² {adj_r2:.3f})", fontsize=8)
+    ax.set_title(_title(title, formula, adj_r2), fontsize=8)
     data = pd.concat(rows, ignore_index=True)
     save_figure(fig, path, data)
     return data

@@ -19,6 +19,18 @@ def snakemake(*args, cwd=REPO, check=True, timeout=900):
     return proc
 
 
+def run_paper_target(target, tmp_path, **paper):
+    """Run a paper reproduction target of the default config with results in tmp_path; returns results/."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["results"] = str(tmp_path / "results")
+    cfg["paper"] = {k: str(v) for k, v in paper.items()}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake(target, "--cores", "1", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
+    return tmp_path / "results"
+
+
 @pytest.fixture
 def workdir(tmp_path):
     """A scratch directory to run Snakemake in (its .snakemake/ state stays there)."""

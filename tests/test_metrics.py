@@ -165,16 +165,9 @@ def test_mdanalysis_speedup_matches_published_column():
 
 @pytest.mark.slow
 def test_paper_mdanalysis_target(tmp_path):
-    import yaml
+    from conftest import run_paper_target
 
-    from conftest import snakemake
-
-    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["results"] = str(tmp_path / "results")
-    cfg["paper"] = {"mdanalysis_dir": str(MDA)}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    snakemake("paper_mdanalysis", "--cores", "1", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
-    out = tmp_path / "results" / "paper" / "mdanalysis-rmsd"
+    out = run_paper_target("paper_mdanalysis", tmp_path, mdanalysis_dir=MDA) / "paper" / "mdanalysis-rmsd"
     table = pd.read_csv(out / "scaling.csv")
     assert list(table["N"]) == [1, 8, 16, 24, 32, 40, 48, 56, 64, 72]
     for name in ("speedup_efficiency", "components", "ranks_N72"):

@@ -93,16 +93,9 @@ def test_errors(n, t, t1, message):
 
 @pytest.mark.slow
 def test_paper_target_writes_the_reproduction(tmp_path):
-    import yaml
+    from conftest import run_paper_target
 
-    from conftest import snakemake
-
-    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["results"] = str(tmp_path / "results")
-    cfg["paper"] = {"hofinger_table": str(TABLE)}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    snakemake("paper_hofinger", "--cores", "1", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
-    out = tmp_path / "results" / "paper" / "hofinger2018"
+    out = run_paper_target("paper_hofinger", tmp_path, hofinger_table=TABLE) / "paper" / "hofinger2018"
     counts = pd.read_csv(out / "triples.csv").set_index("application")
     assert counts.loc["WIEN2k", "triples"] == 1140
     top = pd.read_csv(out / "top_triples.csv")

@@ -7,9 +7,9 @@ Usage::
     print(model, model.adj_r2)               # 4.41 + 8.03e-5 * m * n * log2(n)   0.99
 """
 
-from perfsweep.modeling.fit import FewValuesWarning, FitOptions, ModelingError, fit_model
+from perfsweep.modeling.fit import FewValuesWarning, FitOptions, ModelingError, fit_model, fit_models
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.terms import Factor, Term, dominant_terms, exponent_pairs
 
-__all__ = ["FewValuesWarning", "FitOptions", "Model", "ModelingError", "fit_model", "Factor", "Term",
+__all__ = ["FewValuesWarning", "FitOptions", "Model", "ModelingError", "fit_model", "fit_models", "Factor", "Term",
            "dominant_terms", "exponent_pairs"]

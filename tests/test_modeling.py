@@ -5,7 +5,8 @@ import warnings
 import numpy as np
 import pytest
 
-from perfsweep.modeling import FewValuesWarning, FitOptions, Model, ModelingError, Term, dominant_terms, fit_model
+from perfsweep.modeling import (FewValuesWarning, FitOptions, Model, ModelingError, Term, dominant_terms, fit_model,
+                                 fit_models)
 from perfsweep.modeling.terms import Factor, exponent_pairs
 from fractions import Fraction as F
 
@@ -108,3 +109,73 @@ def test_negative_exponents_only_for_named_parameters():
     y = 1 + 50 / x[:, 0] + 0.1 * x[:, 1]
     m = fit_model(x, y, ["p", "n"], options=FitOptions(negative_params=("p",)))
     assert terms_text(m) == ["n", "p^-1"]
+
+
+def test_structures_contain_extrap_combinations():
+    from perfsweep.modeling.structures import structures
+    assert set(structures(2)) == {((0, 1),), ((0, 1), (0,)), ((0, 1), (1,)), ((0, 1), (0,), (1,)), ((0,), (1,))}
+    s3 = {frozenset(st) for st in structures(3)}
+    abc, ab, bc, ac, a, b, c = (0, 1, 2), (0, 1), (1, 2), (0, 2), (0,), (1,), (2,)
+    extrap = [(abc,), (a, b, c), (abc, a), (abc, b), (abc, c), (abc, ab), (abc, bc), (abc, ac), (abc, ab, c),
+              (abc, bc, a), (abc, ac, b), (abc, a, b), (abc, a, c), (abc, b, c), (ab, c), (ab, c, b), (ab, c, a),
+              (ac, b), (ac, b, a), (ac, b, c), (bc, a), (bc, a, b), (bc, a, c)]
+    assert len(extrap) == 23 and all(frozenset(st) in s3 for st in extrap)
+    assert len(structures(3)) == 35
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda a, b: 3 + 0.2 * a ** 2 * np.log2(b) + 5 * a, ["a", "a^2 * log2(b)"]),
+    (lambda a, b: 1 + 2 * np.log2(a) ** 2 + 0.01 * b ** 3, ["b^3", "log2(a)^2"]),
+])
+def test_recovers_two_parameter_sums_exactly(f, expected):
+    x = grid(V, [10, 20, 30, 40, 50.0])
+    m = fit_model(x, f(x[:, 0], x[:, 1]), ["a", "b"])
+    assert terms_text(m) == expected
+    assert m.predict(x) == pytest.approx(f(x[:, 0], x[:, 1]), rel=1e-8)
+
+
+def test_recovers_three_parameter_sum_with_logs_exactly():
+    x = grid(V, [1, 2, 3, 4, 5.0], [10, 20, 30, 40, 50.0])
+    y = 7 + 3 * x[:, 0] * np.log2(x[:, 0]) + 2 * x[:, 1] ** 0.5 + 0.5 * x[:, 2] * np.log2(x[:, 2]) ** 2
+    m = fit_model(x, y, ["a", "b", "c"])
+    assert terms_text(m) == ["a * log2(a)", "b^1/2", "c * log2(c)^2"]
+
+
+def test_batched_fit_equals_one_at_a_time():
+    x = grid(V, [10, 20, 30, 40, 50.0])
+    rng = np.random.default_rng(1)
+    ys = [(2 + x[:, 0] * x[:, 1])[:, None] * rng.uniform(0.97, 1.03, (25, 4)),
+          (5 + np.log2(x[:, 0]) + x[:, 1] ** 2)[:, None] * rng.uniform(0.97, 1.03, (25, 4)),
+          10 + 0.1 * x[:, 0] ** 1.5]
+    batch = fit_models(x, ys, ["a", "b"])
+    for y, m in zip(ys, batch):
+        single = fit_model(x, y, ["a", "b"])
+        assert str(m) == str(single) and m.cv_score == pytest.approx(single.cv_score)
+    assert terms_text(batch[2]) == ["a^3/2"]
+
+
+def test_finds_dominant_term_under_noise():
+    # the benchmark's setting: 5 repetitions with uniform multiplicative noise of +-5 %
+    x = grid(V, [10, 20, 30, 40, 50.0])
+    truth = 20 + 0.5 * x[:, 0] ** 2 * x[:, 1] + 3 * x[:, 0]
+    reps = truth[:, None] * (1 + np.random.default_rng(7).uniform(-0.05, 0.05, (25, 5)))
+    m = fit_model(x, reps, ["a", "b"])
+    assert {t.text(m.param_names) for t in dominant_terms(m.terms)} == {"a^2 * b"}
+    assert m.predict([[64.0, 60.0]])[0] == pytest.approx(20 + 0.5 * 64 ** 2 * 60 + 3 * 64, rel=0.05)
+
+
+def test_term_coefficients_are_positive():
+    # time that falls with x has no PMNF cost term (without negative exponents): a constant model
+    x = np.array(V)[:, None]
+    m = fit_model(x, 100 - 3 * np.log2(x[:, 0]), ["x"])
+    assert m.terms == [] and m.coefficients == pytest.approx([100 - 3 * np.mean(np.log2(V))], rel=0.05)
+    free = fit_model(x, 100 - 3 * np.log2(x[:, 0]), ["x"], options=FitOptions(positive=False))
+    assert terms_text(free) == ["log2(x)"] and free.coefficients[1] == pytest.approx(-3)
+
+
+def test_small_term_beside_large_one_is_kept_without_noise():
+    # the a-term is 6 % of the smallest measurement and 1e-4 of the largest
+    x = grid(V, [1, 2, 3, 4, 5.0], [10, 20, 30, 40, 50.0])
+    y = 50 + 5 * x[:, 0] ** 0.25 + 2 * x[:, 1] ** 2 * x[:, 2] ** 2
+    m = fit_model(x, y, ["a", "b", "c"])
+    assert terms_text(m) == ["a^1/4", "b^2 * c^2"]

@@ -212,3 +212,17 @@ def check_report_tables(report: PathLike) -> dict[str, list[int]]:
     if not m:
         raise RuntimeError("the report's script did not run in the browser (no table probe output in the DOM)")
     return json.loads(html.unescape(m.group(1)))
+
+
+def report_categories(report: PathLike) -> dict[str, dict[str, list[str]]]:
+    """How a Snakemake report groups its results: {category: {subcategory: [paths]}}.
+
+        report_categories("results/report.html")["nm"]["variability"]   # ['.../variability.html', ...]
+    """
+    text = Path(report).read_text()
+    marker = "var categories = "
+    start = text.find(marker)
+    if start < 0:
+        raise ValueError(f"{report}: no 'var categories' in the file (not a Snakemake report?)")
+    categories, _ = json.JSONDecoder().raw_decode(text[start + len(marker):])
+    return categories

@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
+from scipy.stats import chi2
 
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.structures import Structure, structures
@@ -42,6 +43,9 @@ from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 # RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
 _EXACT = 1e-13
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
+_JOINT = 10  # pairs per slot in a joint move of two slots
+_POLISH = 3  # candidates per call path that get joint moves
+_MARGIN = 1.25  # refine the candidates whose weighted RSS is within this factor of the best
 
 
 class ModelingError(ValueError):
@@ -59,7 +63,9 @@ class FitOptions:
     candidates: int = 3  # single-parameter terms per parameter carried into the combination step (4+: 2)
     extra_terms: int = 2  # lower-order terms beside a product (a*b + a + b); 0 with 4 or more parameters
     penalty: float = 2.0  # per coefficient, times ln(N)
-    refine_rounds: int = 3  # coordinate-descent rounds over the exponents of the chosen structure
+    refine_rounds: int = 3  # coordinate-descent rounds over the exponents of a structure's terms
+    refine_structures: int = 3  # the best structures of step 2 whose exponents are refined ...
+    refine_picks: int = 2  # ... each with its best candidates (terms from step 1)
     positive: bool = True  # term coefficients must be positive
     weighting: str = "relative"  # "relative" (1/y^2) or "none" (Extra-P's plain least squares)
 
@@ -76,11 +82,13 @@ def fit_models(x, ys: Sequence, param_names=None, *, options: FitOptions | None 
     if opts.weighting not in ("relative", "none"):
         raise ModelingError(f"weighting must be 'relative' or 'none', not {opts.weighting!r}")
     x, names = _check_points(x, param_names)
-    ybar = np.stack([_check_values(y, len(x)) for y in ys]) if len(ys) else np.empty((0, len(x)))
+    checked = [_check_values(y, len(x)) for y in ys]
+    ybar = np.array([c.mean(axis=1) for c in checked]).reshape(len(ys), len(x))
+    noise = np.array([_noise(c, opts.weighting) for c in checked])
     pairs = [_pairs(opts.negative_exponents or name in opts.negative_params) for name in names]
     models: list[Model] = []
     for start in range(0, len(ybar), _CHUNK):
-        models += _Fit(x, ybar[start:start + _CHUNK], names, pairs, opts).models()
+        models += _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts).models()
     return models
 
 
@@ -106,7 +114,7 @@ def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
 
 
 def _check_values(y, n: int) -> np.ndarray:
-    """The mean over repetitions of one measurement set, checked."""
+    """One measurement set as N x repetitions, checked."""
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
@@ -116,7 +124,17 @@ def _check_values(y, n: int) -> np.ndarray:
         raise ModelingError("measurements must be finite (NaN or inf found)")
     if np.any(y <= 0):
         raise ModelingError(f"measurements must be positive (got {y[y <= 0][0]:g})")
-    return y.mean(axis=1)
+    return y
+
+
+def _noise(y: np.ndarray, weighting: str) -> float:
+    """The variance of a point's mean as the repetitions show it (relative with relative weights),
+    pooled over the points; NaN without repetitions."""
+    r = y.shape[1]
+    if r < 2:
+        return float("nan")
+    dev = y / y.mean(axis=1, keepdims=True) - 1.0 if weighting == "relative" else y - y.mean(axis=1, keepdims=True)
+    return float(np.sum(dev * dev) / (y.size - len(y)) / r)
 
 
 @lru_cache(maxsize=8)
@@ -129,12 +147,13 @@ def _term_values(col: np.ndarray, pairs) -> np.ndarray:
     return np.stack([Factor(0, i, j).values(col[:, None]) for i, j in pairs])
 
 
-def _cholesky(entry, rhs, k: int, positive: bool):
+def _cholesky(entry, rhs, k: int, positive):
     """Solve K x K symmetric positive definite systems elementwise over arrays (K <= 5 here, so an
     unrolled Cholesky beats LAPACK's per-matrix overhead). ``entry(i, j)`` gives the lower-triangle
     entries of unit-diagonal (Jacobi-scaled) matrices, ``rhs(i)`` the right-hand sides. Returns the
     coefficients, b'beta (= |z|^2, so RSS = y'Wy - b'beta) and whether the system is usable (not
-    degenerate, and term coefficients positive if asked)."""
+    degenerate, and the term coefficients positive if ``positive`` is True, or those it marks if it is
+    a boolean array (..., K))."""
     low: dict[tuple[int, int], np.ndarray] = {}
     ok = None
     for i in range(k):
@@ -161,12 +180,14 @@ def _cholesky(entry, rhs, k: int, positive: bool):
         for m in range(i + 1, k):
             acc = acc - low[m, i] * beta[m]
         beta[i] = acc / low[i, i]
-        if positive and i > 0:
+        if isinstance(positive, np.ndarray):  # which coefficients must be positive (..., K)
+            ok = ok & (~positive[..., i] | (beta[i] > 0))
+        elif positive and i > 0:
             ok = ok & (beta[i] > 0)
     return np.stack(beta, axis=-1), fitted, ok
 
 
-def _solve(g: np.ndarray, b: np.ndarray, ywy: np.ndarray, positive: bool):
+def _solve(g: np.ndarray, b: np.ndarray, ywy: np.ndarray, positive):
     """Weighted least squares from normal equations g beta = b, (..., K, K) and (..., K), with Jacobi
     scaling. Returns the coefficients, the weighted RSS and whether the fit is usable."""
     d = np.sqrt(np.einsum("...kk->...k", g))
@@ -220,13 +241,16 @@ def _candidates(q: int, t: int, extra_terms: int) -> _Candidates:
 class _Fit:
     """Fits M measurement sets (M x N means) on the same N x q points."""
 
-    def __init__(self, x, ybar, names, pairs, opts: FitOptions):
-        self.x, self.y, self.names, self.pairs, self.opts = x, ybar, names, pairs, opts
+    def __init__(self, x, ybar, noise, names, pairs, opts: FitOptions):
+        self.x, self.y, self.noise, self.names, self.pairs, self.opts = x, ybar, noise, names, pairs, opts
         self.n, self.q = x.shape
         self.m = len(ybar)
         self.w = 1.0 / ybar ** 2 if opts.weighting == "relative" else np.ones_like(ybar)
         self.ywy = np.sum(self.w * ybar ** 2, axis=1)
         self.values = [_term_values(x[:, k], pairs[k]) for k in range(self.q)]  # (P_k, N) per parameter
+        # growth rank of every pair (equal growth, equal rank), for the order of lower-order terms
+        self.rank = [np.unique([(float(i), j) for i, j in pk], axis=0, return_inverse=True)[1].ravel() for pk in pairs]
+        self.free = [any(i < 0 for i, _ in pk) for pk in pairs]
         self.t = opts.candidates if self.q <= 4 else min(opts.candidates, 2)
         self.extra = opts.extra_terms if self.q <= 3 else 0
         self.pen = opts.penalty * np.log(self.n)
@@ -263,8 +287,9 @@ class _Fit:
         return choice, usable
 
     # step 2 -------------------------------------------------------------------------------------
-    def best_combination(self, choice, usable):
-        """Per model the best (structure index, pick per parameter) over all candidates."""
+    def best_combinations(self, choice, usable):
+        """Per model the ``refine_picks`` best candidates of each of its ``refine_structures`` best
+        structures: structure indices (M, S*R) (-1: none) and the pair index per parameter (M, S*R, q)."""
         cands = _candidates(self.q, self.t, self.extra)
         picked = [self.values[k][choice[:, k, :]] for k in range(self.q)]  # (M, T, N) per parameter
         bank = np.empty((self.m, cands.bank_size, self.n))
@@ -283,108 +308,394 @@ class _Fit:
         gram /= d[:, :, None] * d[:, None, :]
         gram[:, np.arange(cands.bank_size), np.arange(cands.bank_size)] += 1e-13
         rhs /= d
-        rows = np.arange(self.m)
-        best = np.full(self.m, np.inf)
-        best_sid = np.zeros(self.m, int)
-        best_pick = np.full((self.m, self.q), -1)
+        scores, all_picks, all_sids = [], [], []
         for cols, picks, sids in cands.groups:
             k = cols.shape[1]
-            if k >= self.n:
-                continue
             _, fitted, ok = _cholesky(lambda i, j: gram[:, cols[:, i], cols[:, j]], lambda i: rhs[:, cols[:, i]], k,
                                       self.opts.positive)
-            rss = np.maximum(self.ywy[:, None] - fitted, 0.0)
             for j in range(self.q):  # a candidate needs a usable term for every parameter it has
                 has = picks[:, j] >= 0
                 ok &= ~has | usable[:, j, np.maximum(picks[:, j], 0)]
-            score = np.where(ok, self.score(rss, k, self.ywy[:, None]), np.inf)
-            i = np.argmin(score, axis=1)
-            better = score[rows, i] < best
-            best = np.where(better, score[rows, i], best)
-            best_sid = np.where(better, sids[i], best_sid)
-            best_pick = np.where(better[:, None], picks[i], best_pick)
-        pair_index = np.where(best_pick >= 0, np.take_along_axis(choice, np.maximum(best_pick, 0)[:, :, None],
-                                                                 axis=2)[:, :, 0], -1)
-        return [cands.structures[s] for s in best_sid], pair_index
+            ok &= k < self.n
+            scores.append(np.where(ok, self.score(np.maximum(self.ywy[:, None] - fitted, 0.0), k, self.ywy[:, None]),
+                                   np.inf))
+            all_picks.append(picks)
+            all_sids.append(sids)
+        score, picks, sids = np.concatenate(scores, axis=1), np.concatenate(all_picks), np.concatenate(all_sids)
+        # the candidates of one structure are contiguous: best per structure, then the best structures
+        starts = np.flatnonzero(np.r_[True, sids[1:] != sids[:-1]])
+        per_structure = np.minimum.reduceat(score, starts, axis=1)  # (M, structures)
+        r = self.opts.refine_picks
+        ends = np.r_[starts[1:], len(sids)]
+        arg = np.stack([np.pad(np.argsort(score[:, a:b], axis=1, kind="stable")[:, :r] + a, ((0, 0), (0, r - min(r, b - a))),
+                               mode="edge") for a, b in zip(starts, ends)], axis=1)  # (M, structures, R)
+        top = np.argsort(per_structure, axis=1, kind="stable")[:, : self.opts.refine_structures]
+        best = np.take_along_axis(arg, top[:, :, None], axis=1).reshape(self.m, -1)  # (M, S * R) candidates
+        found = np.isfinite(np.take_along_axis(score, best, axis=1))
+        pick = picks[best]  # (M, S * R, q) index into the choices
+        pair = np.take_along_axis(choice[:, None, :, :].repeat(pick.shape[1], axis=1),
+                                  np.maximum(pick, 0)[..., None], axis=3)[..., 0]
+        return np.where(found, sids[best], -1), np.where(pick >= 0, pair, -1), cands.structures
 
     # step 3 -------------------------------------------------------------------------------------
-    def refine(self, st: Structure, rows: np.ndarray, sel: np.ndarray) -> None:
-        """Coordinate descent over each parameter's pair for models ``rows`` sharing structure ``st``;
-        ``sel`` (M, q) pair indices is updated in place. The moments of all P alternatives of one
-        parameter come from a few matrix products, (P, N) @ (N, models)."""
-        w, y = self.w[rows], self.y[rows]
-        ywy = self.ywy[rows][:, None]
-        present = sorted({k for term in st for k in term})
+    # step 3 -------------------------------------------------------------------------------------
+    def entries(self, sids, pairs, all_structures) -> "_Entries":
+        """Step 2's candidates in the padded slot layout of :class:`_Entries`."""
+        slots = [[(t, k) for t, term in enumerate(st) for k in term] for st in all_structures]
+        width = max(1, max(len(sl) for sl in slots))
+        term = np.full((len(slots), width), -1)
+        param = np.full((len(slots), width), -1)
+        for i, sl in enumerate(slots):
+            for j, (t, k) in enumerate(sl):
+                term[i, j], param[i, j] = t, k
+        rows, rank = np.nonzero(sids >= 0)
+        sid = sids[rows, rank]
+        par = param[sid]
+        sel = np.where(par >= 0, np.take_along_axis(pairs[rows, rank], np.maximum(par, 0), axis=1), 0)
+        en = _Entries(rows, term[sid], par, sel, np.zeros(len(rows)))
+        en.score = self.evaluate(en)[0]
+        return en
+
+    def columns(self, en: "_Entries"):
+        """Slot values (E, L, N), design columns (E, K, N) (column 0 the constant, unused ones 0) and
+        which columns are used (E, K)."""
+        e, width = en.sel.shape
+        sv = np.ones((e, width, self.n))
+        for k in range(self.q):
+            m = en.param == k
+            if m.any():
+                sv[m] = self.values[k][en.sel[m]]
+        cols = np.ones((e, int(en.term.max(initial=-1)) + 2, self.n))
+        used = np.zeros(cols.shape[:2], bool)
+        used[:, 0] = True
+        for slot in range(width):
+            t = en.term[:, slot]
+            u = np.flatnonzero(t >= 0)
+            cols[u, t[u] + 1] *= sv[u, slot]
+            used[u, t[u] + 1] = True
+        cols[~used] = 0.0
+        return sv, cols, used
+
+    def moments(self, en: "_Entries", cols, used):
+        cw = cols * self.w[en.row][:, None, :]
+        g = cw @ cols.transpose(0, 2, 1)
+        b = (cw @ self.y[en.row][:, :, None])[:, :, 0]
+        e, c = np.nonzero(~used)
+        g[e, c, c] = 1.0  # an unused column: coefficient 0
+        return g, b
+
+    def positive(self, used):
+        return (used & (np.arange(used.shape[1]) > 0)) if self.opts.positive else np.zeros_like(used)
+
+    def must_order(self, en: "_Entries") -> np.ndarray:
+        """(E, L, L): slot lo must not grow faster than slot hi (same parameter, lo's term a proper
+        sub-product of hi's, or the same parameters and later). Parameters with negative exponents
+        are exempt (n/p + p: the work shrinks with p, the overhead grows)."""
+        e, width = en.term.shape
+        member = np.zeros((e, max(1, int(en.term.max(initial=-1)) + 1), self.q), bool)
+        for slot in range(width):
+            u = np.flatnonzero(en.term[:, slot] >= 0)
+            member[u, en.term[u, slot], en.param[u, slot]] = True
+        sets = member[np.arange(e)[:, None], np.maximum(en.term, 0)]  # (E, L, q) parameters of each slot's term
+        sub = np.all(~sets[:, :, None, :] | sets[:, None, :, :], axis=3)  # set(lo) <= set(hi)
+        same = sub & sub.transpose(0, 2, 1)
+        tl, th = en.term[:, :, None], en.term[:, None, :]
+        free = np.array(self.free)[np.maximum(en.param, 0)]
+        return ((en.param[:, :, None] == en.param[:, None, :]) & (tl >= 0) & (th >= 0) & (tl != th) & ~free[:, :, None]
+                & ((sub & ~same) | (same & (tl > th))))
+
+    def in_order(self, must, ranks) -> np.ndarray:
+        """Whether slot growth ranks (E, L, ...) respect ``must`` (E, L, L)."""
+        ok = np.ones(ranks.shape[:1] + ranks.shape[2:], bool)
+        for lo, hi in zip(*np.nonzero(must.any(axis=0))):
+            ok &= ~must[:, lo, hi].reshape((-1,) + (1,) * (ranks.ndim - 2)) | (ranks[:, lo] <= ranks[:, hi])
+        return ok
+
+    def slot_ranks(self, en: "_Entries") -> np.ndarray:
+        ranks = np.zeros(en.sel.shape, int)
+        for k in range(self.q):
+            m = en.param == k
+            ranks[m] = self.rank[k][en.sel[m]]
+        return ranks
+
+    def evaluate(self, en: "_Entries"):
+        """Scores (E,) and coefficients (E, K) of the entries as they are."""
+        _, cols, used = self.columns(en)
+        g, b = self.moments(en, cols, used)
+        ywy = self.ywy[en.row]
+        beta, rss, ok = _solve(g, b, ywy, self.positive(used))
+        ok &= self.in_order(self.must_order(en), self.slot_ranks(en))
+        return np.where(ok, self.score(rss, used.sum(axis=1), ywy), np.inf), beta
+
+    def slot_step(self, en: "_Entries", slot: int, must: np.ndarray):
+        """The best pair (E,) for ``slot`` of every entry with the other slots held, and its score."""
+        score = self.slot_scores(en, slot, must)
+        pick = np.argmin(score, axis=1)
+        return pick, score[np.arange(len(pick)), pick]
+
+    def slot_scores(self, en: "_Entries", slot: int, must: np.ndarray) -> np.ndarray:
+        """Scores (E, P) of every pair for ``slot`` of every entry with the other slots held (inf where
+        the slot is unused or the pair does not exist). One column varies: the fixed part of the
+        normal equations is inverted once per entry (Schur complement), and the moments of all P
+        alternatives come from a few (K, N) @ (N, P) products."""
+        sv, cols, used = self.columns(en)
+        g0, b0 = self.moments(en, cols, used)
+        ranks = self.slot_ranks(en)
+        t = en.term[:, slot]
+        rest = np.ones((len(t), self.n))
+        for other in range(en.sel.shape[1]):
+            same = (en.term[:, other] == t) & (t >= 0) & (other != slot)
+            rest[same] *= sv[same, other]
+        out = np.full((len(t), max(len(v) for v in self.values)), np.inf)
+        kk = cols.shape[1]
+        f = kk - 1  # index of the varying column after the move
+        for k in range(self.q):
+            e = np.flatnonzero((t >= 0) & (en.param[:, slot] == k))
+            if not len(e):
+                continue
+            vk = self.values[k]  # (P, N)
+            w, y, r = self.w[en.row[e]], self.y[en.row[e]], rest[e]
+            ii = np.arange(len(e))[:, None]
+            order = np.argsort(np.arange(kk)[None, :] == (t[e] + 1)[:, None], axis=1, kind="stable")
+            gp = g0[e][ii[:, :, None], order[:, :, None], order[:, None, :]]
+            bp = b0[e][ii, order]
+            fixed = cols[e][ii, order[:, :f]] * (w * r)[:, None, :]  # (Ek, K-1, N)
+            gv = (fixed.reshape(-1, self.n) @ vk.T).reshape(len(e), f, len(vk))  # one BLAS call
+            gvv = (w * r * r) @ (vk * vk).T  # (Ek, P)
+            bv = (w * r * y) @ vk.T
+            # Schur complement: the fixed part (Jacobi-scaled) is inverted once, then every
+            # alternative for the varying column costs a few (Ek, P) operations
+            d = np.sqrt(np.einsum("ekk->ek", gp[:, :f, :f]))
+            d = np.where(d > 0, d, 1.0)
+            dv = np.sqrt(np.where(gvv > 0, gvv, 1.0))
+            inv = np.linalg.inv(gp[:, :f, :f] / (d[:, :, None] * d[:, None, :]) + 1e-13 * np.eye(f))
+            bfs = bp[:, :f] / d
+            gvs = gv / (d[:, :, None] * dv[:, None, :])  # (Ek, K-1, P)
+            bvs = bv / dv
+            beta0 = np.einsum("eij,ej->ei", inv, bfs)  # the fit without the varying column
+            u = inv @ gvs
+            schur = np.where(gvv > 0, 1.0, 0.0) - np.einsum("eip,eip->ep", gvs, u)
+            ok = schur > 1e-10  # the varying column is not (nearly) a combination of the others
+            resid = bvs - np.einsum("eip,ei->ep", gvs, beta0)
+            beta_v = resid / np.where(ok, schur, 1.0)
+            fitted = np.einsum("ei,ei->e", bfs, beta0)[:, None] + beta_v * resid
+            if self.opts.positive:
+                beta_f = beta0[:, :, None] - u * beta_v[:, None, :]
+                must_pos = self.positive(used[e])[ii, order[:, :f]][:, :, None]
+                ok &= (beta_v > 0) & np.all(~must_pos | (beta_f > 0), axis=1)
+            ywy = self.ywy[en.row[e]][:, None]
+            rss = np.maximum(ywy - fitted, 0.0)
+            rk = np.repeat(ranks[e][:, :, None], len(vk), axis=2)
+            rk[:, slot, :] = self.rank[k][None, :]
+            ok &= self.in_order(must[e], rk)
+            out[e, : len(vk)] = np.where(ok, self.score(rss, used[e].sum(axis=1)[:, None], ywy), np.inf)
+        return out
+
+    def joint_step(self, en: "_Entries", s1: int, s2: int, must: np.ndarray) -> None:
+        """Move slots ``s1`` and ``s2`` (the same parameter in two terms) together, in place: each
+        slot's ``_JOINT`` best pairs from single moves, every combination. Reaches a^2 log2(b) + a from
+        a^7/4 log2(b) + a^7/4, where every single move is worse."""
+        act = np.flatnonzero((en.term[:, s1] >= 0) & (en.term[:, s2] >= 0) & (en.param[:, s1] == en.param[:, s2]))
+        if not len(act):
+            return
+        sub = en.take(act)
+        cand = [np.argsort(self.slot_scores(sub, s, must[act]), axis=1)[:, :_JOINT] for s in (s1, s2)]
+        sv, cols, used = self.columns(sub)
+        g0, b0 = self.moments(sub, cols, used)
+        k = sub.param[:, s1]
+        w, y = self.w[sub.row], self.y[sub.row]
+        vary = []  # the two varying columns for every candidate pair: (E, J, N) each
+        for s, c in zip((s1, s2), cand):
+            rest = np.ones((len(act), self.n))
+            for other in range(sub.sel.shape[1]):
+                same = (sub.term[:, other] == sub.term[:, s]) & (other != s)
+                rest[same] *= sv[same, other]
+            vals = np.stack([self.values[kk][np.minimum(c[i], len(self.values[kk]) - 1)] for i, kk in enumerate(k)])
+            vary.append(vals * rest[:, None, :])
+        v1, v2 = sub.term[:, s1] + 1, sub.term[:, s2] + 1
+        ii = np.arange(len(act))
+        g = np.repeat(np.repeat(g0[:, None, None], _JOINT, axis=1), _JOINT, axis=2)  # (E, J, J, K, K)
+        b = np.repeat(np.repeat(b0[:, None, None], _JOINT, axis=1), _JOINT, axis=2)
+        for v, c, axis in ((v1, vary[0], 1), (v2, vary[1], 2)):
+            cross = np.einsum("ekn,en,ejn->ejk", cols, w, c)  # every column against the varying ones
+            cross = cross[:, :, None, :] if axis == 1 else cross[:, None, :, :]
+            g[ii, :, :, v, :] = cross
+            g[ii, :, :, :, v] = cross
+            own = np.einsum("ejn,en,ejn->ej", c, w, c)
+            g[ii, :, :, v, v] = own[:, :, None] if axis == 1 else own[:, None, :]
+            rhs = np.einsum("ejn,en->ej", c, w * y)
+            b[ii, :, :, v] = rhs[:, :, None] if axis == 1 else rhs[:, None, :]
+        both = np.einsum("ejn,en,ein->eji", vary[0], w, vary[1])
+        g[ii, :, :, v1, v2] = both
+        g[ii, :, :, v2, v1] = both
+        ywy = self.ywy[sub.row][:, None, None]
+        _, rss, ok = _solve(g, b, ywy, self.positive(used)[:, None, None, :])
+        ranks = np.broadcast_to(self.slot_ranks(sub)[:, :, None, None], (len(act), sub.sel.shape[1], _JOINT, _JOINT)).copy()
+        ranks[:, s1] = np.stack([self.rank[kk][np.minimum(cand[0][i], len(self.rank[kk]) - 1)]
+                                 for i, kk in enumerate(k)])[:, :, None]
+        ranks[:, s2] = np.stack([self.rank[kk][np.minimum(cand[1][i], len(self.rank[kk]) - 1)]
+                                 for i, kk in enumerate(k)])[:, None, :]
+        ok &= self.in_order(must[act], ranks)
+        score = np.where(ok, self.score(rss, used.sum(axis=1)[:, None, None], ywy), np.inf).reshape(len(act), -1)
+        best = np.argmin(score, axis=1)
+        move = score[ii, best] < sub.score
+        j1, j2 = np.unravel_index(best, (_JOINT, _JOINT))
+        en.sel[act[move], s1] = cand[0][ii, j1][move]
+        en.sel[act[move], s2] = cand[1][ii, j2][move]
+        en.score[act[move]] = score[ii, best][move]
+
+    def polish(self, en: "_Entries") -> None:
+        """Joint moves of every pair of slots that share a parameter, then coordinate descent again."""
+        must = self.must_order(en)
+        width = en.sel.shape[1]
+        for s1, s2 in itertools.combinations(range(width), 2):
+            self.joint_step(en, s1, s2, must)
+        self.refine(en)
+
+    def refine(self, en: "_Entries") -> None:
+        """Coordinate descent over the exponents of every slot of every entry, in place: a parameter
+        may end with different exponents in different terms (n/p + log2(p)). Each step works on the
+        entries that use the slot; each round on those that moved in the round before."""
+        must = self.must_order(en)
+        todo = np.arange(len(en.row))
         for _ in range(self.opts.refine_rounds):
-            changed = False
-            for k in present:
-                cur = sel[rows]
-                others = [np.prod([self.values[j][cur[:, j]] for j in term if j != k], axis=0)
-                          if any(j != k for j in term) else np.ones_like(y) for term in st]  # (Mg, N) each
-                cols = [(np.ones_like(y), False)] + [(o, k in term) for o, term in zip(others, st)]
-                kk = len(cols)
-                vk = self.values[k]  # (P, N)
-                g = np.empty((len(rows), len(vk), kk, kk))
-                b = np.empty((len(rows), len(vk), kk))
-                for a, (ca, va) in enumerate(cols):
-                    b[:, :, a] = (vk @ (w * y * ca).T).T if va else (w * y * ca).sum(1)[:, None]
-                    for c in range(a, kk):
-                        cc, vc = cols[c]
-                        prod = w * ca * cc
-                        if va and vc:
-                            val = ((vk * vk) @ prod.T).T
-                        elif va or vc:
-                            val = (vk @ prod.T).T
-                        else:
-                            val = prod.sum(1)[:, None]
-                        g[:, :, a, c] = g[:, :, c, a] = val
-                _, rss, ok = _solve(g, b, ywy, self.opts.positive)
-                score = np.where(ok, self.score(rss, kk, ywy), np.inf)
-                now = score[np.arange(len(rows)), cur[:, k]]
-                new = np.argmin(score, axis=1)
-                move = score[np.arange(len(rows)), new] < now
-                if move.any():
-                    sel[rows[move], k] = new[move]
-                    changed = True
-            if not changed:
+            moved = np.zeros(len(en.row), bool)
+            for slot in range(en.sel.shape[1]):
+                act = todo[en.term[todo, slot] >= 0]
+                if not len(act):
+                    continue
+                sub = en.take(act)
+                pick, score = self.slot_step(sub, slot, must[act])
+                move = score < sub.score
+                en.sel[act[move], slot] = pick[move]
+                en.score[act[move]] = score[move]
+                moved[act[move]] = True
+            todo = np.flatnonzero(moved)
+            if not len(todo):
                 break
+
+    def grow(self, en: "_Entries") -> "_Entries":
+        """Entries with one more single-parameter term (any parameter, any exponent) where the
+        criterion says it pays: lower-order terms that step 1's marginal means cannot show, such as
+        the log2(p) beside n/p."""
+        width = en.sel.shape[1]
+        grown = []
+        for k in range(self.q):
+            g = _Entries(en.row, np.c_[en.term, en.term.max(axis=1) + 1], np.c_[en.param, np.full(len(en.row), k)],
+                         np.c_[en.sel, np.zeros(len(en.row), int)], en.score)
+            pick, score = self.slot_step(g, width, self.must_order(g))
+            keep = score < en.score
+            g.sel[:, width] = pick
+            g.score = score
+            grown.append(g.take(keep))
+        return _Entries.concat(grown)
+
+    def promising(self, en: "_Entries") -> "_Entries":
+        """The entries whose weighted RSS is within twice their call path's best (and two
+        coefficients' penalty): those that refinement can still make the best."""
+        best = np.full(self.m, np.inf)
+        np.minimum.at(best, en.row, en.score)
+        return en.take(en.score <= best[en.row] + self.n * np.log(_MARGIN) + self.pen)
 
     # result -------------------------------------------------------------------------------------
     def models(self) -> list[Model]:
         choice, usable = self.single_parameter_choices()
-        chosen, sel = self.best_combination(choice, usable)
-        groups: dict[Structure, list[int]] = {}
-        for i, st in enumerate(chosen):
-            groups.setdefault(st, []).append(i)
+        en = self.entries(*self.best_combinations(choice, usable))
+        if self.q > 1:
+            # the best candidate of step 2 is refined; where it does not fit within the noise that the
+            # repetitions show, the best structures and those grown by one term are refined, and the
+            # refined ones grown once more (refined exponents can make room for a term)
+            first = self.best_per_row(en)
+            self.refine(first)
+            wide = ~self.fits_noise(first)
+            if wide.any():
+                rest = en.take(wide[en.row])
+                rest = self.promising(_Entries.concat([rest, self.grow(rest)]).unique())
+                self.refine(rest)
+                rest = rest.unique()
+                grown = self.grow(self.promising(rest))
+                self.refine(grown)
+                rest = self.best_per_row(_Entries.concat([rest, grown]), _POLISH)
+                self.polish(rest)
+                first = _Entries.concat([first, rest])
+            en = first
         out: list[Model | None] = [None] * self.m
-        for st, members in groups.items():
-            rows = np.array(members)
-            if st and self.q > 1:
-                self.refine(st, rows, sel)
-            self.finish(st, rows, sel, out)
+        self.finish(self.best_per_row(en), out)
         return out  # type: ignore[return-value]
 
-    def finish(self, st: Structure, rows: np.ndarray, sel: np.ndarray, out: list) -> None:
+    @staticmethod
+    def best_per_row(en: "_Entries", count: int = 1) -> "_Entries":
+        """The ``count`` best entries of every call path."""
+        order = np.lexsort((en.score, en.row))
+        rows = en.row[order]
+        start = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        rank = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
+        return en.take(order[rank < count])
+
+    def fits_noise(self, en: "_Entries") -> np.ndarray:
+        """Per call path (one entry each): whether the weighted RSS is within the 99 % chi-square
+        bound of the noise the repetitions show (without repetitions: only an exact fit)."""
+        _, cols, used = self.columns(en)
+        g, b = self.moments(en, cols, used)
+        _, rss, _ = _solve(g, b, self.ywy[en.row], False)
+        dof = np.maximum(self.n - used.sum(axis=1), 1)
+        out = np.zeros(self.m, bool)
+        out[en.row] = rss <= np.maximum(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
+        return out
+
+    def finish(self, en: "_Entries", out: list) -> None:
         """Coefficients and statistics of the chosen models (exact residuals, leave-one-out)."""
-        cols = [np.ones((len(rows), self.n))]
-        for term in st:
-            cols.append(np.prod([self.values[k][sel[rows, k]] for k in term], axis=0))
-        a = np.stack(cols, axis=2)  # (Mg, N, K)
-        w, y = self.w[rows], self.y[rows]
-        aw = a * w[:, :, None]
-        beta, _, _ = _solve(aw.transpose(0, 2, 1) @ a, (aw.transpose(0, 2, 1) @ y[:, :, None])[:, :, 0],
-                            self.ywy[rows], False)
-        pred = (a @ beta[:, :, None])[:, :, 0]
-        # leave-one-out residuals from the hat matrix diagonal
-        ginv = np.linalg.pinv(aw.transpose(0, 2, 1) @ a)
-        h = np.einsum("mnk,mkl,mnl->mn", aw, ginv, a)
+        _, a, used = self.columns(en)  # (M, K, N)
+        g, b = self.moments(en, a, used)
+        beta, _, _ = _solve(g, b, self.ywy[en.row], np.zeros_like(used))
+        y, w = self.y[en.row], self.w[en.row]
+        pred = np.einsum("mk,mkn->mn", beta, a)
+        ginv = np.linalg.pinv(g)  # leave-one-out residuals from the hat matrix diagonal
+        h = np.einsum("mkn,mkl,mln->mn", a * w[:, None, :], ginv, a)
         loo = (y - pred) / np.clip(1.0 - h, 1e-9, None)
         cv = np.mean(loo * loo * w, axis=1) if self.opts.weighting == "relative" else np.mean(loo * loo, axis=1)
-        for r, i in enumerate(rows):
-            terms = [Term(tuple(Factor(k, *self.pairs[k][sel[i, k]]) for k in term)) for term in st]
-            model = Model(self.names, terms, beta[r], points=self.x, values=self.y[i], cv_score=float(cv[r]))
-            _statistics(model, y[r], pred[r])
-            out[i] = model
+        for i, r in enumerate(en.row):
+            slots = [(int(t), int(k), int(p)) for t, k, p in zip(en.term[i], en.param[i], en.sel[i]) if t >= 0]
+            nterms = max((t for t, _, _ in slots), default=-1) + 1
+            terms = [Term(tuple(sorted(Factor(k, *self.pairs[k][p]) for tt, k, p in slots if tt == t)))
+                     for t in range(nterms)]
+            coef = beta[i, : nterms + 1]
+            model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
+            _statistics(model, y[i], pred[i])
+            out[r] = model
+
+
+@dataclass
+class _Entries:
+    """Candidate models of all call paths in one padded layout, so that a refinement step over all
+    of them costs the same few array operations whatever their structures: slot l of entry e is a
+    factor of parameter ``param[e, l]`` with pair index ``sel[e, l]`` in term ``term[e, l]`` (-1:
+    unused); ``row[e]`` is the call path, ``score[e]`` the criterion."""
+
+    row: np.ndarray
+    term: np.ndarray
+    param: np.ndarray
+    sel: np.ndarray
+    score: np.ndarray
+
+    def unique(self) -> "_Entries":
+        """Without repeated candidates (the same model of the same call path)."""
+        key = np.column_stack([self.row, self.term, self.param, np.where(self.term >= 0, self.sel, 0)])
+        return self.take(np.sort(np.unique(key, axis=0, return_index=True)[1]))
+
+    def take(self, index) -> "_Entries":
+        return _Entries(self.row[index], self.term[index], self.param[index], self.sel[index], self.score[index])
+
+    @staticmethod
+    def concat(parts: list["_Entries"]) -> "_Entries":
+        width = max(p.sel.shape[1] for p in parts)
+
+        def pad(a, fill):
+            return np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=fill)
+
+        return _Entries(np.concatenate([p.row for p in parts]), np.concatenate([pad(p.term, -1) for p in parts]),
+                        np.concatenate([pad(p.param, -1) for p in parts]), np.concatenate([pad(p.sel, 0) for p in parts]),
+                        np.concatenate([p.score for p in parts]))
 
 
 def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:

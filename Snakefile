@@ -12,9 +12,11 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/overhead.smk"
 include: "workflow/rules/metrics.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     input:
         get_final_outputs,
+        get_all_report_outputs,
     default_target: True

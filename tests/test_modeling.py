@@ -179,3 +179,27 @@ def test_small_term_beside_large_one_is_kept_without_noise():
     y = 50 + 5 * x[:, 0] ** 0.25 + 2 * x[:, 1] ** 2 * x[:, 2] ** 2
     m = fit_model(x, y, ["a", "b", "c"])
     assert terms_text(m) == ["a^1/4", "b^2 * c^2"]
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda n, p: 0.5 + 1e-3 * n / p + 0.2 * np.log2(p), ["log2(p)", "n * p^-1"]),
+    (lambda n, p: 0.5 + 1e-3 * n / p + 0.01 * p, ["n * p^-1", "p"]),
+    (lambda n, p: 1e-3 * n * np.log2(n) / p + 0.05 * np.log2(p) ** 2, ["log2(p)^2", "n * log2(n) * p^-1"]),
+    (lambda n, p: 2 + 1e-6 * n ** 2 / p + 0.1 * n ** 0.5, ["n^1/2", "n^2 * p^-1"]),
+])
+def test_recovers_strong_scaling_models_exactly(f, expected):
+    # work divided over p beside an overhead that grows with p: p takes different exponents in two terms
+    x = grid([1000, 2000, 4000, 8000, 16000.0], [1, 2, 4, 8, 16, 32.0])
+    y = f(x[:, 0], x[:, 1])
+    m = fit_model(x, y, ["n", "p"], options=FitOptions(negative_params=("p",)))
+    assert terms_text(m) == expected
+    assert m.predict([[32000.0, 64.0]])[0] == pytest.approx(f(32000.0, 64.0), rel=1e-6)
+
+
+def test_strong_scaling_model_under_noise():
+    x = grid([1000, 2000, 4000, 8000, 16000.0], [1, 2, 4, 8, 16, 32.0])
+    y = 0.5 + 1e-3 * x[:, 0] / x[:, 1] + 0.2 * np.log2(x[:, 1])
+    reps = y[:, None] * (1 + np.random.default_rng(3).uniform(-0.05, 0.05, (30, 5)))
+    m = fit_model(x, reps, ["n", "p"], options=FitOptions(negative_params=("p",)))
+    assert terms_text(m) == ["log2(p)", "n * p^-1"]
+    assert m.coefficients == pytest.approx([0.5, 1e-3, 0.2], rel=0.05)

@@ -13,16 +13,23 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
    fitted to all points by weighted least squares. All candidates' normal equations come out of one
    Gram matrix of the distinct columns they use, so a candidate costs a K x K solve, not a pass over
    the points.
-3. For the chosen structure, each parameter's exponents are searched again over the whole search space
-   against all points (coordinate descent), which finds terms that the marginal means of step 1 ranked
-   too low.
+3. The best candidate's exponents are searched again over the whole search space against all points,
+   one (term, parameter) slot at a time (coordinate descent), which finds terms that the marginal
+   means of step 1 ranked too low; a parameter may take different exponents in different terms.
+4. Where that model does not fit within the noise the repetitions show (a 99 % chi-square bound; with
+   one repetition, unless it fits exactly), the search widens: the best candidates of the best
+   structures are refined too, each grown by one more single-parameter term (the log2(p) beside n/p,
+   which no marginal mean shows), and two slots of one parameter are moved together (a^2 log2(b) + a
+   from a^7/4 log2(b) + a^7/4, where every single move is worse).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
-a penalty per coefficient, twice BIC's), and every term coefficient must be positive: each term of a
-run-time model is a cost. Weights are 1/y^2 (relative errors), which suits run times whose noise is
-multiplicative and whose values span orders of magnitude. Each of these beat the alternative in the
-benchmark (leave-one-out selection, Extra-P's fixed structures, free-sign coefficients, a noise level
-taken from the repetitions); the leave-one-out score is still reported for the chosen model.
+a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a
+run-time model is a cost), and a lower-order term (a sub-product of another) may not grow faster than
+that term, except in parameters with negative exponents (n/p + p). Weights are 1/y^2 (relative
+errors), which suits run times whose noise is multiplicative and whose values span orders of
+magnitude. In the benchmark each of these beat its alternative (leave-one-out selection, Extra-P's
+fixed structures and exponents shared across terms, free-sign coefficients, a chi-square criterion
+with the repetitions' noise level); the leave-one-out score is still reported for the chosen model.
 """
 
 from __future__ import annotations
@@ -148,8 +155,8 @@ def _term_values(col: np.ndarray, pairs) -> np.ndarray:
 
 
 def _cholesky(entry, rhs, k: int, positive):
-    """Solve K x K symmetric positive definite systems elementwise over arrays (K <= 5 here, so an
-    unrolled Cholesky beats LAPACK's per-matrix overhead). ``entry(i, j)`` gives the lower-triangle
+    """Solve small K x K symmetric positive definite systems elementwise over arrays (an unrolled
+    Cholesky beats LAPACK's per-matrix overhead on many tiny systems). ``entry(i, j)`` gives the lower-triangle
     entries of unit-diagonal (Jacobi-scaled) matrices, ``rhs(i)`` the right-hand sides. Returns the
     coefficients, b'beta (= |z|^2, so RSS = y'Wy - b'beta) and whether the system is usable (not
     degenerate, and the term coefficients positive if ``positive`` is True, or those it marks if it is
@@ -214,7 +221,9 @@ class _Candidates:
 
 
 @lru_cache(maxsize=16)
-def _candidates(q: int, t: int, extra_terms: int) -> _Candidates:
+def _candidates(q: int, t: int, extra_terms: int, t_extra: int) -> _Candidates:
+    """Structures with lower-order terms beside their products take only the ``t_extra`` best terms
+    per parameter (3 parameters: 400 candidates instead of 1,100)."""
     subsets = [s for r in range(1, q + 1) for s in itertools.combinations(range(q), r)]
     offset, slots = 1, {}
     for s in subsets:
@@ -229,11 +238,13 @@ def _candidates(q: int, t: int, extra_terms: int) -> _Candidates:
         for local in structures(len(present), extra_terms):
             st = tuple(tuple(present[i] for i in term) for term in local)
             all_structures.append(st)
-            cols = [np.zeros(len(picks), int)]
+            sub = picks if len({k for term in st for k in term}) == sum(map(len, st)) else \
+                picks[np.all(picks[:, list(present)] < t_extra, axis=1)]
+            cols = [np.zeros(len(sub), int)]
             for term in st:  # slot of the term: its picks as the digits of a base-t number
-                cols.append(slots[term] + picks[:, list(term)] @ (t ** np.arange(len(term) - 1, -1, -1)))
-            by_k.setdefault(len(cols), []).append((np.stack(cols, axis=1), picks,
-                                                   np.full(len(picks), len(all_structures) - 1)))
+                cols.append(slots[term] + sub[:, list(term)] @ (t ** np.arange(len(term) - 1, -1, -1)))
+            by_k.setdefault(len(cols), []).append((np.stack(cols, axis=1), sub,
+                                                   np.full(len(sub), len(all_structures) - 1)))
     groups = tuple(tuple(np.concatenate(parts) for parts in zip(*v)) for _, v in sorted(by_k.items()))
     return _Candidates(tuple(slots.items()), offset, groups, tuple(all_structures))
 
@@ -289,8 +300,9 @@ class _Fit:
     # step 2 -------------------------------------------------------------------------------------
     def best_combinations(self, choice, usable):
         """Per model the ``refine_picks`` best candidates of each of its ``refine_structures`` best
-        structures: structure indices (M, S*R) (-1: none) and the pair index per parameter (M, S*R, q)."""
-        cands = _candidates(self.q, self.t, self.extra)
+        structures: structure indices (M, S*R) (-1: none), the pair index per parameter (M, S*R, q),
+        all structures, and the candidates' scores (M, S*R)."""
+        cands = _candidates(self.q, self.t, self.extra, self.t if self.q <= 2 else min(self.t, 2))
         picked = [self.values[k][choice[:, k, :]] for k in range(self.q)]  # (M, T, N) per parameter
         bank = np.empty((self.m, cands.bank_size, self.n))
         bank[:, 0] = 1.0
@@ -335,12 +347,12 @@ class _Fit:
         pick = picks[best]  # (M, S * R, q) index into the choices
         pair = np.take_along_axis(choice[:, None, :, :].repeat(pick.shape[1], axis=1),
                                   np.maximum(pick, 0)[..., None], axis=3)[..., 0]
-        return np.where(found, sids[best], -1), np.where(pick >= 0, pair, -1), cands.structures
+        return (np.where(found, sids[best], -1), np.where(pick >= 0, pair, -1), cands.structures,
+                np.take_along_axis(score, best, axis=1))
 
-    # step 3 -------------------------------------------------------------------------------------
-    # step 3 -------------------------------------------------------------------------------------
-    def entries(self, sids, pairs, all_structures) -> "_Entries":
-        """Step 2's candidates in the padded slot layout of :class:`_Entries`."""
+    # steps 3 and 4 ------------------------------------------------------------------------------
+    def entries(self, sids, pairs, all_structures, scores) -> "_Entries":
+        """Step 2's candidates (with their scores) in the padded slot layout of :class:`_Entries`."""
         slots = [[(t, k) for t, term in enumerate(st) for k in term] for st in all_structures]
         width = max(1, max(len(sl) for sl in slots))
         term = np.full((len(slots), width), -1)
@@ -352,9 +364,7 @@ class _Fit:
         sid = sids[rows, rank]
         par = param[sid]
         sel = np.where(par >= 0, np.take_along_axis(pairs[rows, rank], np.maximum(par, 0), axis=1), 0)
-        en = _Entries(rows, term[sid], par, sel, np.zeros(len(rows)))
-        en.score = self.evaluate(en)[0]
-        return en
+        return _Entries(rows, term[sid], par, sel, scores[rows, rank])
 
     def columns(self, en: "_Entries"):
         """Slot values (E, L, N), design columns (E, K, N) (column 0 the constant, unused ones 0) and
@@ -417,15 +427,6 @@ class _Fit:
             m = en.param == k
             ranks[m] = self.rank[k][en.sel[m]]
         return ranks
-
-    def evaluate(self, en: "_Entries"):
-        """Scores (E,) and coefficients (E, K) of the entries as they are."""
-        _, cols, used = self.columns(en)
-        g, b = self.moments(en, cols, used)
-        ywy = self.ywy[en.row]
-        beta, rss, ok = _solve(g, b, ywy, self.positive(used))
-        ok &= self.in_order(self.must_order(en), self.slot_ranks(en))
-        return np.where(ok, self.score(rss, used.sum(axis=1), ywy), np.inf), beta
 
     def slot_step(self, en: "_Entries", slot: int, must: np.ndarray):
         """The best pair (E,) for ``slot`` of every entry with the other slots held, and its score."""
@@ -591,8 +592,8 @@ class _Fit:
         return _Entries.concat(grown)
 
     def promising(self, en: "_Entries") -> "_Entries":
-        """The entries whose weighted RSS is within twice their call path's best (and two
-        coefficients' penalty): those that refinement can still make the best."""
+        """The entries whose weighted RSS is within ``_MARGIN`` times their call path's best (and one
+        coefficient's penalty): those that refinement can still make the best."""
         best = np.full(self.m, np.inf)
         np.minimum.at(best, en.row, en.score)
         return en.take(en.score <= best[en.row] + self.n * np.log(_MARGIN) + self.pen)
@@ -604,7 +605,8 @@ class _Fit:
         if self.q > 1:
             # the best candidate of step 2 is refined; where it does not fit within the noise that the
             # repetitions show, the best structures and those grown by one term are refined, and the
-            # refined ones grown once more (refined exponents can make room for a term)
+            # refined ones grown once more (refined exponents can make room for a term); where that
+            # does not fit either, the best few get joint moves
             first = self.best_per_row(en)
             self.refine(first)
             wide = ~self.fits_noise(first)
@@ -615,8 +617,12 @@ class _Fit:
                 rest = rest.unique()
                 grown = self.grow(self.promising(rest))
                 self.refine(grown)
-                rest = self.best_per_row(_Entries.concat([rest, grown]), _POLISH)
-                self.polish(rest)
+                rest = _Entries.concat([rest, grown])
+                still = ~self.fits_noise(self.best_per_row(rest)) & wide
+                if still.any():
+                    polished = self.best_per_row(rest.take(still[rest.row]), _POLISH)
+                    self.polish(polished)
+                    rest = _Entries.concat([rest, polished])
                 first = _Entries.concat([first, rest])
             en = first
         out: list[Model | None] = [None] * self.m
@@ -640,7 +646,7 @@ class _Fit:
         _, rss, _ = _solve(g, b, self.ywy[en.row], False)
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
-        out[en.row] = rss <= np.maximum(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
+        out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
         return out
 
     def finish(self, en: "_Entries", out: list) -> None:

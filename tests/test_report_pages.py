@@ -41,7 +41,7 @@ def sweep(tmp_path_factory):
         "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
         "repetitions": 2,
         "studies": {"nm": {"vary": {"n": [100, 200, 300], "m": [1, 2, 3]}},
-                    "np": {"vary": {"n": [150, 300], "p": [1, 2, 3, 4]}, "fixed": {"m": 2}}},
+                    "np": {"vary": {"n": [100, 200, 300], "p": [1, 2, 3, 4]}, "fixed": {"m": 2}}},
         "results": str(tmp / "results"),
     }
     (tmp / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -89,4 +89,4 @@ def test_report_in_chromium_every_figure_and_table_loads(sweep):
     expected["np/efficiency.html"] = [len(pd.read_csv(sweep / "metrics" / "np" / "pop.csv"))]
     expected["models_summary.html"] = [len(pd.read_csv(sweep / "tables" / "models_summary.csv"))]
     assert {str(Path(p).relative_to(sweep / "report")): r for p, r in rows.items()} == expected
-    assert expected["np/scaling.html"] == [8, 2] and expected["np/efficiency.html"][0] >= 5  # all filled
+    assert expected["np/scaling.html"] == [12, 3] and expected["np/efficiency.html"][0] >= 5  # all filled

@@ -18,8 +18,9 @@ the call paths of one experiment (Extra-P's model_all, perfsweep's fit_models) a
 by their number. Neither tool's imports count. perfsweep's time is the median of three runs of the cell:
 its first run in a process also pays one-time costs (search-space tables, the allocator growing to the
 candidate arrays) that amount to 30-60 % of its cell time; Extra-P's per-model time is 50-100 times
-larger, so its own one-time costs are negligible in it. Then the time perfsweep needs for 1,000 call paths of 2 parameters x 25 points x 5
-repetitions.
+larger, so its own one-time costs are negligible in it. Then the time perfsweep needs for 1,000 call
+paths of 2 parameters x 25 points x 5 repetitions. bench/modeler_bayes_bound.py shows how close the
+modeler comes to the best possible classifier of these functions.
 """
 
 from __future__ import annotations

@@ -218,6 +218,8 @@ class _Candidates:
     bank_size: int
     groups: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]  # (columns C x K, picks C x q, structure C)
     structures: tuple[Structure, ...]
+    term: np.ndarray  # per structure and factor slot: its term (-1: unused) ...
+    param: np.ndarray  # ... and its parameter, as in _Entries
 
 
 @lru_cache(maxsize=16)
@@ -246,7 +248,13 @@ def _candidates(q: int, t: int, extra_terms: int, t_extra: int) -> _Candidates:
             by_k.setdefault(len(cols), []).append((np.stack(cols, axis=1), sub,
                                                    np.full(len(sub), len(all_structures) - 1)))
     groups = tuple(tuple(np.concatenate(parts) for parts in zip(*v)) for _, v in sorted(by_k.items()))
-    return _Candidates(tuple(slots.items()), offset, groups, tuple(all_structures))
+    width = max(1, max(sum(map(len, st)) for st in all_structures))
+    term = np.full((len(all_structures), width), -1)
+    param = np.full((len(all_structures), width), -1)
+    for i, st in enumerate(all_structures):
+        for j, (t, k) in enumerate((t, k) for t, factors in enumerate(st) for k in factors):
+            term[i, j], param[i, j] = t, k
+    return _Candidates(tuple(slots.items()), offset, groups, tuple(all_structures), term, param)
 
 
 class _Fit:
@@ -301,7 +309,7 @@ class _Fit:
     def best_combinations(self, choice, usable):
         """Per model the ``refine_picks`` best candidates of each of its ``refine_structures`` best
         structures: structure indices (M, S*R) (-1: none), the pair index per parameter (M, S*R, q),
-        all structures, and the candidates' scores (M, S*R)."""
+        the search space, and the candidates' scores (M, S*R)."""
         cands = _candidates(self.q, self.t, self.extra, self.t if self.q <= 2 else min(self.t, 2))
         picked = [self.values[k][choice[:, k, :]] for k in range(self.q)]  # (M, T, N) per parameter
         bank = np.empty((self.m, cands.bank_size, self.n))
@@ -347,24 +355,17 @@ class _Fit:
         pick = picks[best]  # (M, S * R, q) index into the choices
         pair = np.take_along_axis(choice[:, None, :, :].repeat(pick.shape[1], axis=1),
                                   np.maximum(pick, 0)[..., None], axis=3)[..., 0]
-        return (np.where(found, sids[best], -1), np.where(pick >= 0, pair, -1), cands.structures,
+        return (np.where(found, sids[best], -1), np.where(pick >= 0, pair, -1), cands,
                 np.take_along_axis(score, best, axis=1))
 
     # steps 3 and 4 ------------------------------------------------------------------------------
-    def entries(self, sids, pairs, all_structures, scores) -> "_Entries":
+    def entries(self, sids, pairs, cands: _Candidates, scores) -> "_Entries":
         """Step 2's candidates (with their scores) in the padded slot layout of :class:`_Entries`."""
-        slots = [[(t, k) for t, term in enumerate(st) for k in term] for st in all_structures]
-        width = max(1, max(len(sl) for sl in slots))
-        term = np.full((len(slots), width), -1)
-        param = np.full((len(slots), width), -1)
-        for i, sl in enumerate(slots):
-            for j, (t, k) in enumerate(sl):
-                term[i, j], param[i, j] = t, k
         rows, rank = np.nonzero(sids >= 0)
         sid = sids[rows, rank]
-        par = param[sid]
+        par = cands.param[sid]
         sel = np.where(par >= 0, np.take_along_axis(pairs[rows, rank], np.maximum(par, 0), axis=1), 0)
-        return _Entries(rows, term[sid], par, sel, scores[rows, rank])
+        return _Entries(rows, cands.term[sid], par, sel, scores[rows, rank])
 
     def columns(self, en: "_Entries"):
         """Slot values (E, L, N), design columns (E, K, N) (column 0 the constant, unused ones 0) and
@@ -428,6 +429,20 @@ class _Fit:
             ranks[m] = self.rank[k][en.sel[m]]
         return ranks
 
+    def rest(self, en: "_Entries", sv: np.ndarray, slot: int) -> np.ndarray:
+        """(E, N): the product of the other factors in the term of ``slot`` (ones where unused)."""
+        t = en.term[:, slot]
+        out = np.ones((len(t), self.n))
+        for other in range(en.sel.shape[1]):
+            same = (en.term[:, other] == t) & (t >= 0) & (other != slot)
+            out[same] *= sv[same, other]
+        return out
+
+    @staticmethod
+    def per_param(tables: list, params: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """Row e of ``tables[params[e]][index[e]]`` (index clamped to that parameter's pairs)."""
+        return np.stack([tables[k][np.minimum(index[i], len(tables[k]) - 1)] for i, k in enumerate(params)])
+
     def slot_step(self, en: "_Entries", slot: int, must: np.ndarray):
         """The best pair (E,) for ``slot`` of every entry with the other slots held, and its score."""
         score = self.slot_scores(en, slot, must)
@@ -443,10 +458,7 @@ class _Fit:
         g0, b0 = self.moments(en, cols, used)
         ranks = self.slot_ranks(en)
         t = en.term[:, slot]
-        rest = np.ones((len(t), self.n))
-        for other in range(en.sel.shape[1]):
-            same = (en.term[:, other] == t) & (t >= 0) & (other != slot)
-            rest[same] *= sv[same, other]
+        rest = self.rest(en, sv, slot)
         out = np.full((len(t), max(len(v) for v in self.values)), np.inf)
         kk = cols.shape[1]
         f = kk - 1  # index of the varying column after the move
@@ -507,12 +519,7 @@ class _Fit:
         w, y = self.w[sub.row], self.y[sub.row]
         vary = []  # the two varying columns for every candidate pair: (E, J, N) each
         for s, c in zip((s1, s2), cand):
-            rest = np.ones((len(act), self.n))
-            for other in range(sub.sel.shape[1]):
-                same = (sub.term[:, other] == sub.term[:, s]) & (other != s)
-                rest[same] *= sv[same, other]
-            vals = np.stack([self.values[kk][np.minimum(c[i], len(self.values[kk]) - 1)] for i, kk in enumerate(k)])
-            vary.append(vals * rest[:, None, :])
+            vary.append(self.per_param(self.values, k, c) * self.rest(sub, sv, s)[:, None, :])
         v1, v2 = sub.term[:, s1] + 1, sub.term[:, s2] + 1
         ii = np.arange(len(act))
         g = np.repeat(np.repeat(g0[:, None, None], _JOINT, axis=1), _JOINT, axis=2)  # (E, J, J, K, K)
@@ -532,10 +539,8 @@ class _Fit:
         ywy = self.ywy[sub.row][:, None, None]
         _, rss, ok = _solve(g, b, ywy, self.positive(used)[:, None, None, :])
         ranks = np.broadcast_to(self.slot_ranks(sub)[:, :, None, None], (len(act), sub.sel.shape[1], _JOINT, _JOINT)).copy()
-        ranks[:, s1] = np.stack([self.rank[kk][np.minimum(cand[0][i], len(self.rank[kk]) - 1)]
-                                 for i, kk in enumerate(k)])[:, :, None]
-        ranks[:, s2] = np.stack([self.rank[kk][np.minimum(cand[1][i], len(self.rank[kk]) - 1)]
-                                 for i, kk in enumerate(k)])[:, None, :]
+        ranks[:, s1] = self.per_param(self.rank, k, cand[0])[:, :, None]
+        ranks[:, s2] = self.per_param(self.rank, k, cand[1])[:, None, :]
         ok &= self.in_order(must[act], ranks)
         score = np.where(ok, self.score(rss, used.sum(axis=1)[:, None, None], ywy), np.inf).reshape(len(act), -1)
         best = np.argmin(score, axis=1)

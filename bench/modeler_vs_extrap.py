@@ -179,7 +179,7 @@ def callpaths_timing(rng, n=1000):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # 500 as in the Extra-P measurements of ../shared/DESIGN.md: with 200 a cell's rate still varies by
+    # 500 functions per cell: with 200 a cell's rate still varies by
     # about +-0.03 from sample to sample, as much as the two tools differ at 1 parameter and 1 % noise
     ap.add_argument("--functions", type=int, default=500, help="functions per cell")
     ap.add_argument("--quick", action="store_true", help="40 functions per cell")

@@ -8,7 +8,7 @@ from conftest import REPO
 from perfsweep.modeling.extrap_io import (ExtrapFormatError, read_extrap, runs_to_tidy, write_extrap_json,
                                           write_extrap_text)
 
-DATA = REPO.parent / "shared" / "reference-data" / "extrap"
+DATA = REPO / "resources" / "reference-data" / "extrap"
 
 
 def canon(df):

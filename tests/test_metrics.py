@@ -9,7 +9,7 @@ from perfsweep.metrics.pop import detect_scaling, pop_metrics, pop_table
 from perfsweep.metrics.scaling import scaling_table
 from perfsweep.metrics.stragglers import flag_stragglers
 
-MDA = REPO.parent / "shared" / "reference-data" / "mdanalysis-rmsd"
+MDA = REPO / "resources" / "reference-data" / "mdanalysis-rmsd"
 
 
 def ranks_table(rows):

@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 from perfsweep import overhead as ov
 
-TABLE = REPO.parent / "shared" / "reference-data" / "hofinger2018" / "table1.csv"
+TABLE = REPO / "resources" / "reference-data" / "hofinger2018" / "table1.csv"
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ The model (Eq. 1-3), for n processes, single-process time t_1, serial fraction f
     t(n)   = t_A(n) [1 + b (n - 1) / D(n)] = t_A(n) (1 + c)(n + c) / D(n)
     tau(n) = t_A(n) b (n - 1) / D(n)          so  tau/t = b (n - 1) / ((1 + c)(n + c))
 
-The paper's printed Eq. 5 and Eq. 7 do not follow from Eq. 1 (see ../shared/DESIGN.md §2). We solve a
-triple of points exactly through a linear system instead: with m = n - 1, y = n t_n / t_1,
+The paper's printed Eq. 5 and Eq. 7 do not follow from Eq. 1 (substitute a triple into Eq. 1 to check).
+We solve a triple of points exactly through a linear system instead: with m = n - 1, y = n t_n / t_1,
 alpha = 1/(1+c), beta = (1+c-b)/(1+c)^2, Eq. 1 reads y = (1 + f m)(1 + alpha m)/(1 + beta m), which is
 linear in (u = f + alpha, v = f alpha, beta):  u + v m - beta y = (y - 1)/m. f and alpha are the roots
 of z^2 - u z + v; the model is symmetric in f and alpha, so each solution has a *twin* with the same

@@ -60,9 +60,14 @@ def varies_processes(study):
     return SWEEP.processes in STUDIES[study].vary
 
 
+# reference data shipped with the repository (resources/reference-data/README.md: sources, licences)
+REFERENCE_DATA = os.path.relpath(os.path.join(workflow.basedir, "resources", "reference-data"))
+
+
 def get_paper_input(key, default):
-    """A reference-data path from the config's paper: section (relative to the working directory)."""
-    return SWEEP.extra["paper"].get(key, default)
+    """A reference-data path from the config's paper: section (relative to the working directory);
+    the default is a path inside resources/reference-data/."""
+    return SWEEP.extra["paper"].get(key, os.path.join(REFERENCE_DATA, default))
 
 
 def get_bundle_args(study, config_id, output):

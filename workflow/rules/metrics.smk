@@ -33,7 +33,7 @@ rule efficiency:
 
 rule paper_mdanalysis:
     input:
-        data_dir=get_paper_input("mdanalysis_dir", "../shared/reference-data/mdanalysis-rmsd"),
+        data_dir=get_paper_input("mdanalysis_dir", "mdanalysis-rmsd"),
     output:
         scaling=f"{R}/paper/mdanalysis-rmsd/scaling.csv",
         figure=f"{R}/paper/mdanalysis-rmsd/speedup_efficiency.png",

@@ -25,7 +25,7 @@ rule overhead:
 
 rule paper_hofinger:
     input:
-        table=get_paper_input("hofinger_table", "../shared/reference-data/hofinger2018/table1.csv"),
+        table=get_paper_input("hofinger_table", "hofinger2018/table1.csv"),
     output:
         note=f"{R}/paper/hofinger2018/NOTE.md",
         fits=f"{R}/paper/hofinger2018/fits.csv",

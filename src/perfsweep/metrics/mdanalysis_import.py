@@ -1,12 +1,12 @@
 """Import the published per-rank timings of the MPI-parallel RMSD analysis (seed 000's authors).
 
-Format (../shared/reference-data/mdanalysis-rmsd/README and ../README.md): ``Fig2_data1.txt`` has one
+Format (resources/reference-data/README.md): ``Fig2_data1.txt`` has one
 line per (N, repeat, rank): ``N repeat rank t_comp t_IO t_all_frame t_end_loop t_opening``;
 ``Fig2_data2.txt`` has six lines per (N, repeat), each ``N repeat [value per rank, ...]``: t_N, the
 initialisation, the block set-up, t_comm (Gather of the results), the Gather of the timings, t_RMSD.
 
     from perfsweep.metrics.mdanalysis_import import read_mdanalysis
-    ranks = read_mdanalysis("../shared/reference-data/mdanalysis-rmsd")   # one row per (N, repeat, rank)
+    ranks = read_mdanalysis("resources/reference-data/mdanalysis-rmsd")   # one row per (N, repeat, rank)
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """PMNF terms: x^i * log2(x)^j per parameter, and products of them across parameters.
 
-The default search space is Extra-P 4.2.5's 42 (i, j) pairs (../shared/DESIGN.md §2). Negative
+The default search space is Extra-P 4.2.5's 42 (i, j) pairs (its default
+single-parameter hypotheses). Negative
 exponents (strong scaling, e.g. p^-1) can be added with :func:`exponent_pairs`.
 """
 

@@ -1,7 +1,7 @@
 """Reproduction of seed 003 (Höfinger et al. 2018) from its Table 1 (WIEN2k and NWCHEM).
 
     from perfsweep.reproduce.hofinger import reproduce_hofinger
-    reproduce_hofinger("../shared/reference-data/hofinger2018/table1.csv", "results/paper/hofinger2018")
+    reproduce_hofinger("resources/reference-data/hofinger2018/table1.csv", "results/paper/hofinger2018")
 
 Writes fits (least squares and best triple, with Amdahl), the triple table (like Table 2), the top
 triples (like Table 3), tau_n next to the measured MPI overhead, Fig. 2 with its data, and NOTE.md.

@@ -1,7 +1,7 @@
 """Reproduction of seed 000's scaling analysis from the authors' published per-rank timings.
 
     from perfsweep.reproduce.mdanalysis import reproduce_mdanalysis
-    reproduce_mdanalysis("../shared/reference-data/mdanalysis-rmsd", "results/paper/mdanalysis-rmsd")
+    reproduce_mdanalysis("resources/reference-data/mdanalysis-rmsd", "results/paper/mdanalysis-rmsd")
 
 T(N) = mean over the 5 repeats of t_total = max over ranks of t_N; S = T(1)/T(N) (the published
 numbers use this; the seed's text prints the inverse); E = S/N.

@@ -19,14 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfsweep.config import REPO_ROOT, ConfigError, load_config_file
-from perfsweep.modeling.predict import PredictError
+from perfsweep.config import REPO_ROOT, load_config_file
+from perfsweep.errors import UserError
 
 DEFAULT_CONFIG = "config/config.yaml"
-
-
-class UserError(Exception):
-    """A mistake of the caller: reported as one line, exit code 2."""
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -135,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         args.snakemake = args.snakemake[1:]
     try:
         return args.func(args)
-    except (ConfigError, UserError, PredictError, FileNotFoundError) as exc:
+    except (UserError, FileNotFoundError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
 

@@ -15,6 +15,7 @@ A configuration error names the file, the field (a dotted path) and the offendin
 
 from __future__ import annotations
 
+from perfsweep.errors import UserError
 import copy
 import itertools
 import math
@@ -31,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError):
     """A user error in a config file: one line with file, field and value."""
 
     def __init__(self, source: str, where: str, message: str) -> None:

@@ -15,6 +15,7 @@ JSON Lines = one ``{"params": {...}, "callpath": ..., "metric": ..., "value": ..
 
 from __future__ import annotations
 
+from perfsweep.errors import UserError
 import json
 import os
 import re
@@ -25,7 +26,7 @@ import pandas as pd
 PathLike = str | os.PathLike[str]
 
 
-class ExtrapFormatError(ValueError):
+class ExtrapFormatError(UserError):
     """A file that is not valid Extra-P input (one line with file and line number)."""
 
 

@@ -12,6 +12,7 @@ smallest p of the same other parameters: E(p) = t(p_min) p_min / (t(p) p).
 
 from __future__ import annotations
 
+from perfsweep.errors import UserError
 import itertools
 import json
 import operator
@@ -27,7 +28,7 @@ from perfsweep.modeling.model import Model
 _OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "=": operator.eq}
 
 
-class PredictError(ValueError):
+class PredictError(UserError):
     """A wrong request (unknown parameter, bad constraint, no model): one line."""
 
 

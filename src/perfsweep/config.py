@@ -15,7 +15,6 @@ A configuration error names the file, the field (a dotted path) and the offendin
 
 from __future__ import annotations
 
-from perfsweep.errors import UserError
 import copy
 import itertools
 import math
@@ -27,6 +26,7 @@ import jsonschema
 import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, ParamSpec
+from perfsweep.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"

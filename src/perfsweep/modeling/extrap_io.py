@@ -15,13 +15,14 @@ JSON Lines = one ``{"params": {...}, "callpath": ..., "metric": ..., "value": ..
 
 from __future__ import annotations
 
-from perfsweep.errors import UserError
 import json
 import os
 import re
 from pathlib import Path
 
 import pandas as pd
+
+from perfsweep.errors import UserError
 
 PathLike = str | os.PathLike[str]
 

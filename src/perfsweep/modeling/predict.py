@@ -12,7 +12,6 @@ smallest p of the same other parameters: E(p) = t(p_min) p_min / (t(p) p).
 
 from __future__ import annotations
 
-from perfsweep.errors import UserError
 import itertools
 import json
 import operator
@@ -23,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from perfsweep.errors import UserError
 from perfsweep.modeling.model import Model
 
 _OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "=": operator.eq}

@@ -70,6 +70,7 @@ def test_recovers_exact_parameters_by_least_squares():
     t = ov.model_time(n, 500.0, 0.01, 8.0, 12.0)
     fit = ov.fit_least_squares(n, t, 500.0)
     assert fit.rmsd < 1e-6 * 500
+    assert fit.twin == "f_s is the only root in bounds (no twin)"  # its twin would need b < 0
 
 
 def test_karp_flatt_of_amdahl_is_its_serial_fraction():
@@ -114,3 +115,25 @@ def test_fit_per_group_reports_unfittable_groups():
     assert fits.loc[0, "reason"] == "" and fits.loc[0, "rmsd"] < 0.5
     assert fits.loc[1, "reason"].startswith("no t_1")
     assert list(results) == ["n=1"] and set(curves["p"]) == {2, 3, 4}
+
+
+def test_singular_triple_has_no_solution(wien2k):
+    n, t, t1 = wien2k
+    sel = np.isin(n, [112, 160, 320])
+    assert ov.solve_triple(n[sel], t[sel], t1) == ("none", [])
+    tri = ov.triple_method(*wien2k)
+    assert tri.misses["none"] == 1 and tri.summary()["no_solution"] == 1
+
+
+def test_least_squares_names_its_twin(wien2k):
+    fit = ov.fit_least_squares(*wien2k)
+    assert "coincide" in fit.twin  # WIEN2k: f_s = 1/(1+c)
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128.0])
+    t1, f, b, c = 500.0, 0.01, 12.0, 12.0  # beta = 1/169 <= f: the twin (f_s = 1/13, c = 99) has b >= 0
+    fit = ov.fit_least_squares(n, ov.model_time(n, t1, f, b, c), t1)
+    assert fit.twin.startswith("f_s is the smaller root")
+    assert fit.f_s == pytest.approx(f, rel=1e-3) and fit.c == pytest.approx(c, rel=1e-3)
+    assert fit.twin_f_s == pytest.approx(1 / (1 + c), rel=1e-3) and fit.twin_c == pytest.approx(1 / f - 1, rel=1e-3)
+    grid = np.geomspace(1, 4096, 30)
+    assert ov.model_time(grid, t1, fit.twin_f_s, fit.twin_b, fit.twin_c) == pytest.approx(
+        ov.model_time(grid, t1, fit.f_s, fit.b, fit.c), rel=1e-6)

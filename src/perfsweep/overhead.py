@@ -12,7 +12,10 @@ We solve a triple of points exactly through a linear system instead: with m = n 
 alpha = 1/(1+c), beta = (1+c-b)/(1+c)^2, Eq. 1 reads y = (1 + f m)(1 + alpha m)/(1 + beta m), which is
 linear in (u = f + alpha, v = f alpha, beta):  u + v m - beta y = (y - 1)/m. f and alpha are the roots
 of z^2 - u z + v; the model is symmetric in f and alpha, so each solution has a *twin* with the same
-t(n) everywhere but another tau(n). Both twins are reported.
+t(n) everywhere but another tau(n). Both twins are reported: by the triple method as two solutions, by
+the least-squares fit as f_s (the smaller root, as the paper carries on) and the twin_* columns. A triple
+whose linear system is singular (condition number above 1e12: the three points carry no information to
+separate u, v and beta) has no solution, a miss of its own kind ("none").
 
 Usage::
 
@@ -31,6 +34,10 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
+
+
+# A triple's 3x3 system above this condition number has no usable solution (rounding decides it).
+SINGULAR_CONDITION = 1e12
 
 
 class OverheadError(ValueError):
@@ -96,8 +103,22 @@ def check_points(n, t, t1: float | None) -> tuple[np.ndarray, np.ndarray, float]
 
 # ---------------------------------------------------------------- least squares
 
+def twin_of(f: float, b: float, c: float) -> tuple[float, float, float] | None:
+    """The other solution with the same t(n) at every n (f_s and alpha = 1/(1+c) swapped), or None
+    where it is outside the model's bounds (f_s = 0 gives c = inf; b < 0)."""
+    alpha, beta = 1.0 / (1.0 + c), (1.0 + c - b) / (1.0 + c) ** 2
+    if not 0.0 < f <= 1.0:
+        return None
+    c_twin = 1.0 / f - 1.0
+    b_twin = (1.0 + c_twin) - beta * (1.0 + c_twin) ** 2
+    return (alpha, b_twin, c_twin) if b_twin >= 0.0 else None
+
+
 @dataclass
 class OverheadFit:
+    """A least-squares fit. Of the two twins it reports the one with the smaller f_s (``twin`` says
+    whether the roots coincide) and the other in ``twin_f_s``, ``twin_b``, ``twin_c`` (NaN if none)."""
+
     method: str
     t1: float
     f_s: float
@@ -107,6 +128,10 @@ class OverheadFit:
     amdahl_f: float
     amdahl_rmsd: float
     n_points: int
+    twin: str = ""
+    twin_f_s: float = math.nan
+    twin_b: float = math.nan
+    twin_c: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -142,8 +167,18 @@ def fit_least_squares(n, t, t1: float | None) -> OverheadFit:
                 if best is None or res.cost < best.cost:
                     best = res
     f, b, c = (float(v) for v in best.x)
+    other = twin_of(f, b, c)
+    if other is not None and other[0] < f:  # report the smaller-f_s twin first, as the triple method
+        (f, b, c), other = other, (f, b, c)
     af, armsd = fit_amdahl(n, t, t1)
-    return OverheadFit("least_squares", t1, f, b, c, rmsd(n, t, t1, f, b, c), af, armsd, len(n))
+    if other is None:
+        twin = "f_s is the only root in bounds (no twin)"
+    elif math.isclose(other[0], f, rel_tol=1e-3):
+        twin = "f_s = 1/(1+c): the twins coincide (f_s and c are not separately determined)"
+    else:
+        twin = "f_s is the smaller root; the twin (twin_f_s, twin_b, twin_c) gives the same t(n)"
+    return OverheadFit("least_squares", t1, f, b, c, rmsd(n, t, t1, f, b, c), af, armsd, len(n),
+                       twin, *(other or (math.nan,) * 3))
 
 
 # ---------------------------------------------------------------- triples
@@ -174,21 +209,21 @@ class TripleResult:
         return self.solutions[:k]
 
     def summary(self) -> dict[str, Any]:
-        return {"triples": self.considered, "misses_c": self.misses["c"], "misses_f_s": self.misses["f_s"],
+        return {"triples": self.considered, "no_solution": self.misses["none"], "misses_c": self.misses["c"], "misses_f_s": self.misses["f_s"],
                 "misses_b": self.misses["b"], "valid_triples": self.valid_triples,
                 "valid_solutions": len(self.solutions)}
 
 
 def solve_triple(n3, t3, t1: float) -> tuple[str | None, list[tuple[float, float, float]]]:
-    """Exact (f, b, c) through three points. Returns (miss kind or None, [solutions, twin order])."""
+    """Exact (f, b, c) through three points. Returns (miss kind or None, [solutions, twin order]); the
+    miss kinds: "none" (singular system), "c", "f_s", "b" (first bound that fails for both twins)."""
     n3, t3 = np.asarray(n3, float), np.asarray(t3, float)
     m = n3 - 1.0
     y = n3 * t3 / t1
     a = np.column_stack([np.ones(3), m, -y])
-    try:
-        u, v, beta = np.linalg.solve(a, (y - 1.0) / m)
-    except np.linalg.LinAlgError:
-        return "c", []
+    if not np.isfinite(a).all() or np.linalg.cond(a) > SINGULAR_CONDITION:
+        return "none", []
+    u, v, beta = np.linalg.solve(a, (y - 1.0) / m)
     disc = u * u - 4.0 * v
     if not np.isfinite(disc) or disc < 0:
         return "c", []
@@ -211,7 +246,7 @@ def solve_triple(n3, t3, t1: float) -> tuple[str | None, list[tuple[float, float
 def triple_method(n, t, t1: float | None) -> TripleResult:
     """Every triple of the points with n > 1, solved exactly, ranked by RMSD over all those points."""
     n, t, t1 = check_points(n, t, t1)
-    misses = {"c": 0, "f_s": 0, "b": 0}
+    misses = {"none": 0, "c": 0, "f_s": 0, "b": 0}
     sols: list[TripleSolution] = []
     considered = valid = 0
     for idx in itertools.combinations(range(len(n)), 3):

@@ -23,10 +23,12 @@ def scaling_table(runs: pd.DataFrame, n_col: str, t_col: str = "t_total", stat: 
         t = per_n[stat]
         n_ref = float(per_n.index.min())
         t_ref = float(t.loc[per_n.index.min()])
+        ref_rel = per_n["std"].iloc[0] / t_ref if per_n["count"].iloc[0] > 1 else np.nan
         for n, row in per_n.iterrows():
             s = t_ref / row[stat]
-            # spread of S from the spread of T(N) (first order), as the authors' std_S
-            s_std = s * row["std"] / row[stat] if row["count"] > 1 else np.nan
+            # spread of S = T(N_ref)/T(N) from the spreads of both times (first order), as the authors'
+            # std_S = S sqrt((s_1/T_1)^2 + (s_N/T_N)^2); also at N_ref itself, where S = 1
+            s_std = s * np.hypot(ref_rel, row["std"] / row[stat]) if row["count"] > 1 else np.nan
             rows.append({**dict(zip(group_cols, key)), n_col: n, f"{t_col}_{stat}": row[stat],
                          f"{t_col}_std": row["std"], f"{t_col}_min": row["min"], f"{t_col}_max": row["max"],
                          "repetitions": int(row["count"]), "speed_up": s, "speed_up_std": s_std,

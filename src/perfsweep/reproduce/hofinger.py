@@ -43,9 +43,13 @@ Computed by perfsweep.overhead from Table 1 of Höfinger, Ruh and Haunschmid (PP
   with the smaller f_s is ranked first, as the paper carries the smaller f_s on.
 * **Misses** are counted by the first condition that fails for both twins: no real root with
   0 < alpha <= 1 (no valid c >= 0), then no root with 0 <= f_s <= 1 (no valid f_s), then b < 0.
+  A triple whose linear system is singular (condition number > 1e12) has no solution at all and is
+  counted apart (`no_solution`; for WIEN2k the triple (112, 160, 320)).
+* The least-squares row names its twin: f_s is the smaller root, and `twin_f_s`, `twin_b`, `twin_c`
+  give the other solution with the same t_n (or `twin` says that the two coincide).
 * **Why the numbers differ from the printed Tables 2-3**: those tables cannot be reproduced from the
   paper's own Table 1 by any reading of the method; the published parameters do not even pass through
-  their own triples (DESIGN.md §2). With the correct algebra, WIEN2k's best triple is {wien_best} with
+  their own triples (substitute them into Eq. 1). With the correct algebra, WIEN2k's best triple is {wien_best} with
   RMSD {wien_best_rmsd:.3f} s (f_s = {wien_f:.3g}, b = {wien_b:.4g}, c = {wien_c:.4g}) out of {wien_n}
   triples. We therefore test against these derived values, not the printed ones.
 * The estimated overhead tau_n (Eq. 3) is listed beside the MPI overhead the authors measured with Arm

@@ -1,0 +1,81 @@
+"""The README's own-application example, run as written with a stand-in app (tests/apps/loop_time_app.py),
+and `perfsweep validate --sample-output` on a matching and a mismatching output."""
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import BIN, REPO
+
+APP = REPO / "tests" / "apps" / "loop_time_app.py"
+
+
+def readme_block(kind: str, first_line: str) -> str:
+    """The README's fenced ``kind`` block that starts with ``first_line``."""
+    for block in re.findall(rf"```{kind}\n(.*?)```", (REPO / "README.md").read_text(), re.S):
+        if block.startswith(first_line):
+            return block
+    raise AssertionError(f"README has no ```{kind} block starting with {first_line!r}")
+
+
+@pytest.fixture
+def user_dir(tmp_path):
+    """A user's directory: ./my_app (the stand-in), my_app.yaml and sample.txt from the README."""
+    app = tmp_path / "my_app"
+    app.write_text(f"#!/bin/sh\nexec {sys.executable} {APP} \"$@\"\n")
+    app.chmod(app.stat().st_mode | stat.S_IXUSR)
+    (tmp_path / "my_app.yaml").write_text(readme_block("yaml", "# my_app.yaml"))
+    (tmp_path / "sample.txt").write_text(readme_block("text", "Step 200"))
+    return tmp_path
+
+
+def perfsweep(*args, cwd):
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")  # the MPI of the stand-in app
+    return subprocess.run([str(BIN / "perfsweep"), *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_sample_output_match_and_mismatch(user_dir):
+    ok = perfsweep("validate", "my_app.yaml", "--sample-output", "sample.txt", cwd=user_dir)
+    assert ok.returncode == 0, ok.stderr
+    assert "time: 0.0172388" in ok.stdout and "steps_per_s: 5801" in ok.stdout
+    assert "every pattern matches" in ok.stdout and ok.stderr == ""
+
+    (user_dir / "other.txt").write_text("Loop time: 1.5 s\nPerformance: 10 steps/s\n")
+    bad = perfsweep("validate", "my_app.yaml", "--sample-output", "other.txt", cwd=user_dir)
+    assert bad.returncode == 1
+    assert "time: NO MATCH: not found in the output" in bad.stdout and "steps_per_s: 10" in bad.stdout
+    assert bad.stderr.strip() == (
+        "perfsweep: my_app.yaml: app.time_pattern (Loop time of ([0-9.eE+-]+) on): not found in the output "
+        "(other.txt): every run with such output would fail")
+    assert "Traceback" not in bad.stdout + bad.stderr
+
+    missing = perfsweep("validate", "my_app.yaml", "--sample-output", "nope.txt", cwd=user_dir)
+    assert missing.returncode == 2 and missing.stderr.startswith("perfsweep: nope.txt: cannot read")
+
+
+def test_sample_output_of_a_builtin_app_is_refused(tmp_path):
+    out = perfsweep("validate", str(REPO / "config" / "config.yaml"), "--sample-output", str(APP), cwd=tmp_path)
+    assert out.returncode == 2 and "no study runs an external app" in out.stderr
+
+
+@pytest.mark.slow
+def test_readme_own_app_example_runs_as_written(user_dir):
+    run = perfsweep("run", "my_app.yaml", cwd=user_dir)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results = user_dir / "results"
+    records = [json.loads(f.read_text()) for f in (results / "runs" / "atoms_p").glob("*/rep*.json")]
+    assert len(records) == 5 * 3 * 3 and all(r["status"] == "ok" for r in records)
+    for r in records:  # the time is the app's own loop time, read from its output, not the launch's wall time
+        printed = re.search(r"Loop time of ([0-9.eE+-]+) on (\d+) procs", r["stdout_tail"])
+        assert r["time"] == float(printed.group(1)) and int(printed.group(2)) == r["parameters"]["p"]
+        assert r["time"] < r["wall_time"] and r["metrics"]["steps_per_s"] > 0
+    models = pd.read_csv(results / "models" / "atoms_p" / "models.csv")
+    assert (models["metric"] == "time").any() and models.loc[models["metric"] == "time", "model"].notna().all()
+    assert (results / "report.html").stat().st_size > 0

@@ -71,8 +71,8 @@ def read_profile(path: PathLike) -> tuple[dict[tuple[str, str], np.ndarray], lis
                     values[callpaths[cnode_id], metric.name] = np.asarray(v.astype(float))  # also Min/MaxValues
     except (OSError, EOFError, tarfile.TarError, ET.ParseError, zlib.error, KeyError, ValueError, IndexError,
             AssertionError, AttributeError, TypeError) as exc:
-        raise ExtrapFormatError(f"{path}: not a readable CUBE profile ({type(exc).__name__}: "
-                                f"{str(exc)[:120] or 'truncated'})") from None
+        detail = " ".join(str(exc).split())[:120] or "truncated"
+        raise ExtrapFormatError(f"{path}: not a readable CUBE profile ({type(exc).__name__}: {detail})") from None
     if not values:
         raise ExtrapFormatError(f"{path}: CUBE profile without measurements")
     for (callpath, metric), v in values.items():

@@ -311,8 +311,9 @@ def read_extrap_jsonl(path: PathLike, text: str | None = None) -> tuple[pd.DataF
 def read_extrap(path: PathLike) -> tuple[pd.DataFrame, list[str]]:
     """Read an Extra-P text, JSON or JSON Lines file, or a CUBE experiment directory, into the tidy frame.
 
-    The format is told by the content: a directory is a set of CUBE profiles, a file whose first
-    non-blank character is ``{`` JSON (or JSON Lines), anything else Extra-P's text format."""
+    The format is told by the content: a directory is a set of CUBE profiles; a ``.jsonl`` file or one
+    that starts with ``{"params":`` JSON Lines; one whose first non-blank character is ``{`` or ``[``
+    JSON (or JSON Lines, as in Extra-P); anything else Extra-P's text format."""
     if os.path.isdir(path):
         from perfsweep.modeling.cube_io import read_cube_dir
 
@@ -320,7 +321,9 @@ def read_extrap(path: PathLike) -> tuple[pd.DataFrame, list[str]]:
     text = _text_of(path)
     if not text.strip():
         raise ExtrapFormatError(f"{path}: empty file")
-    if text.lstrip().startswith("{"):
+    if Path(path).suffix.lower() == ".jsonl" or re.match(r'\s*\{\s*"params"\s*:', text):
+        return read_extrap_jsonl(path, text)
+    if text.lstrip()[:1] in ("{", "["):
         return read_extrap_json(path, text)
     return read_extrap_text(path, text)
 

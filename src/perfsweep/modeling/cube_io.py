@@ -50,6 +50,7 @@ def read_profile(path: PathLike) -> tuple[dict[tuple[str, str], np.ndarray], lis
     """One profile's exclusive values: {(call path, metric): value per location}, the locations' process
     ranks, and each metric's unit. Metrics without data in the file are left out (as in Extra-P)."""
     from pycubexr import CubexParser
+    from pycubexr.utils import exceptions as cube_errors
     from pycubexr.utils.exceptions import MissingMetricError
 
     values: dict[tuple[str, str], np.ndarray] = {}
@@ -70,7 +71,8 @@ def read_profile(path: PathLike) -> tuple[dict[tuple[str, str], np.ndarray], lis
                     v = mv.cnode_values(cube.get_cnode(cnode_id), convert_to_exclusive=True)
                     values[callpaths[cnode_id], metric.name] = np.asarray(v.astype(float))  # also Min/MaxValues
     except (OSError, EOFError, tarfile.TarError, ET.ParseError, zlib.error, KeyError, ValueError, IndexError,
-            AssertionError, AttributeError, TypeError) as exc:
+            AssertionError, AttributeError, TypeError, cube_errors.CorruptIndexError,
+            cube_errors.UnsupportedMetricFormatError, cube_errors.InvalidConversionInstructionError) as exc:
         detail = " ".join(str(exc).split())[:120] or "truncated"
         raise ExtrapFormatError(f"{path}: not a readable CUBE profile ({type(exc).__name__}: {detail})") from None
     if not values:
@@ -96,6 +98,8 @@ def _folder_parameters(folder: str, where: Path) -> tuple[list[str], list[float]
     if "" in parts:
         parts.remove("")
     names = [n for i, n in enumerate(parts) if i % 2 == 0]
+    if len(parts) % 2:
+        raise ExtrapFormatError(f"{where}: folder name {folder!r}: parameter {names[-1]!r} has no value")
     try:
         values = [float(n.replace(",", ".").rstrip(".")) for i, n in enumerate(parts) if i % 2 == 1]
     except ValueError:

@@ -98,13 +98,11 @@ class RunSpec:
         text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in launcher))
         command = shlex.split(text.format(**fmt))
         report = app.get("timings_json")
-        from perfsweep.apps.scorep import profile_path
-
         return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
                    launcher=" ".join(launcher),
-                   profile=profile_path(app.get("profile"), fmt, study, config_id, repetition))
+                   profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") -> list[str]:

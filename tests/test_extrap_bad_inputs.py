@@ -78,3 +78,59 @@ def test_bad_input_gives_one_line(results, name):
 def test_the_command_itself(results, name):
     proc = run(name)
     assert (proc.returncode, proc.stdout, proc.stderr) == (results[name].returncode, "", results[name].stderr)
+
+
+def _damaged(data: bytes, rng) -> bytes:
+    kind = rng.randrange(4)
+    if kind == 0:  # truncated
+        return data[:rng.randrange(len(data))]
+    if kind == 1:  # bytes overwritten
+        d = bytearray(data)
+        for _ in range(rng.randint(1, 5)):
+            d[rng.randrange(len(d))] = rng.choice(b'{}[]()":,. x-0eNa\t\n\xff')
+        return bytes(d)
+    lines = data.split(b"\n")
+    i = rng.randrange(len(lines))
+    if kind == 2:  # a line lost or doubled
+        lines[i:i + 1] = [] if rng.random() < 0.5 else [lines[i], lines[i]]
+    else:  # a token replaced by something of another type
+        tokens = lines[i].split(b" ")
+        tokens[rng.randrange(len(tokens))] = rng.choice([b"nan", b"-inf", b'"x"', b"true", b"null", b"[]", b"{}",
+                                                         b"1e999"])
+        lines[i] = b" ".join(tokens)
+    return b"\n".join(lines)
+
+
+def test_damaged_files_are_read_or_refused_in_one_line(tmp_path):
+    """Extra-P's own inputs and CUBE profiles, damaged at random (fixed seed): each is read or refused
+    with an ExtrapFormatError naming the file, never another exception."""
+    import random
+    import shutil
+
+    from extrap_reference import DATA, inputs
+    from perfsweep.modeling.extrap_io import ExtrapFormatError, read_extrap
+
+    rng = random.Random(15)
+    files = [DATA / rel for rel, kind in inputs().items() if kind != "cube"]
+    cases = []
+    for i in range(400):
+        source = rng.choice(files)
+        path = tmp_path / f"{i}{source.suffix}"
+        path.write_bytes(_damaged(source.read_bytes(), rng))
+        cases.append(path)
+    for i in range(30):
+        path = tmp_path / f"cube{i}"
+        shutil.copytree(DATA / "cubeset" / "single_parameter", path)
+        victim = rng.choice(sorted(path.glob("*/profile.cubex")))
+        data = victim.read_bytes()
+        victim.write_bytes(data[:rng.randrange(len(data))] if i % 2 else _damaged(data, rng))
+        cases.append(path)
+    refused = 0
+    for path in cases:
+        try:
+            read_extrap(path)
+        except ExtrapFormatError as exc:
+            assert str(path) in str(exc) and "\n" not in str(exc), str(exc)
+            refused += 1
+    print(f"{refused} of {len(cases)} damaged inputs refused")
+    assert refused > len(cases) / 2  # most damage is noticed (some leaves a valid file, e.g. a lost comment)

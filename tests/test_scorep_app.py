@@ -101,3 +101,18 @@ def test_sweep_models_every_call_path(tmp_path):
     n = np.array([256.0, 1024.0])
     for region, f in truth.items():
         assert models[region].predict(n[:, None]) == pytest.approx(f(n), rel=1e-6), (region, str(models[region]))
+
+
+def test_ranks_and_threads_of_a_profile():
+    """Extra-P's threaded example: 2 processes x 2 threads; per rank, time is the maximum over its
+    threads and visits the sum."""
+    from perfsweep.modeling.cube_io import profile_regions, read_profile
+
+    path = REPO / "tests" / "data" / "extrap" / "cubeset" / "simple_threaded" / "example.f1" / "cube-example1.cubex"
+    values, ranks, _ = read_profile(path)
+    assert ranks == [0, 0, 1, 1]
+    omp = values["main->omp parallel", "time"]
+    regions = {r["rank"]: r["regions"] for r in profile_regions(path)}
+    assert set(regions) == {0, 1}
+    assert regions[0]["main->omp parallel"]["time"] == max(omp[:2]) and regions[1]["main->omp parallel"]["time"] == max(omp[2:])
+    assert regions[0]["main->omp parallel"]["visits"] == sum(values["main->omp parallel", "visits"][:2])

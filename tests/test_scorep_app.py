@@ -114,5 +114,6 @@ def test_ranks_and_threads_of_a_profile():
     omp = values["main->omp parallel", "time"]
     regions = {r["rank"]: r["regions"] for r in profile_regions(path)}
     assert set(regions) == {0, 1}
-    assert regions[0]["main->omp parallel"]["time"] == max(omp[:2]) and regions[1]["main->omp parallel"]["time"] == max(omp[2:])
+    assert regions[0]["main->omp parallel"]["time"] == max(omp[:2])
+    assert regions[1]["main->omp parallel"]["time"] == max(omp[2:])
     assert regions[0]["main->omp parallel"]["visits"] == sum(values["main->omp parallel", "visits"][:2])

@@ -9,6 +9,8 @@
                                          evaluate a fitted model (results/models/<study>/models.json)
     perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
                                          the best configuration under constraints
+    perfsweep models FILE [--out DIR]    models of every call path and metric of an Extra-P file
+                                         (text, JSON, JSON Lines) or a directory of Score-P CUBE profiles
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -160,8 +162,14 @@ def _register_modeling(sub) -> None:
             p.add_argument("--top", type=int, default=5)
 
 
+def _register_extrap(sub) -> None:
+    from perfsweep.modeling.extrap_models import register_cli
+
+    register_cli(sub)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling]
+_EXTENSIONS: list = [_register_modeling, _register_extrap]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -267,6 +267,13 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     specs[procs] = PROCESSES
     for name, value in parameters.items():
         _check_value(source, f"{prefix}parameters.{name}", name, value, specs.get(name, default_spec))
+    if "profile" in app:
+        from perfsweep.apps.scorep import template_error
+
+        problem = ("only for your own app (command:)" if "name" in app
+                   else template_error(app["profile"], list(parameters)))
+        if problem:
+            raise ConfigError(source, f"{prefix}app.profile", problem)
     if "command" in app:
         for name in parameters:
             if name != procs and "{" + name + "}" not in app["command"]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsweep import __version__
+from perfsweep.apps import scorep
 from perfsweep.records import RUN_SCHEMA, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -57,10 +58,14 @@ class RunSpec:
     time_pattern: str | None = None
     patterns: dict[str, str] = field(default_factory=dict)
     launcher: str = ""
+    profile: str | None = None  # Score-P profile of an external app (perfsweep.apps.scorep)
 
     def to_json(self) -> str:
         """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
-        return json.dumps(asdict(self), sort_keys=True)
+        data = asdict(self)
+        if data["profile"] is None:  # specs without a profile keep their text (no reruns)
+            del data["profile"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
@@ -96,7 +101,8 @@ class RunSpec:
         return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
-                   launcher=" ".join(launcher))
+                   launcher=" ".join(launcher),
+                   profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") -> list[str]:
@@ -181,8 +187,10 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             "slurm": slurm_info(),
             "perfsweep_version": __version__,
         }
+        started = time.time()
         try:
-            rc, out, err, wall = _run_process(command, spec.timeout)
+            with scorep.environment(spec.profile):
+                rc, out, err, wall = _run_process(command, spec.timeout)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
@@ -201,6 +209,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         else:
             try:
                 _read_results(spec, record, out, report_path, wall)
+                scorep.add_profile(record, spec.profile, started)
             except (OSError, ValueError, KeyError) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
         record["status"], record["error"] = status, error

@@ -126,7 +126,7 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
         per_run = ranks[ranks["config_id"].isin(keep)].groupby(["config_id", "run_id"])[
             [c for c in RANK_PHASES if c in ranks]].max().reset_index()
         for phase in RANK_PHASES:
-            if phase in per_run and phase != "total":
+            if phase in per_run and phase != "total" and per_run[phase].notna().any():  # profiles: regions only
                 series.append(("all", phase, per_run, phase))
     if not regions.empty:
         per_region = regions[regions["config_id"].isin(keep)].groupby(

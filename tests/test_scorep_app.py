@@ -1,0 +1,119 @@
+"""An external app instrumented with Score-P: its call paths become regions of the run records and get
+models, like the built-in apps' regions (app.profile; perfsweep.apps.scorep)."""
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, snakemake
+from perfsweep.config import ConfigError, load_config
+from perfsweep.modeling import Model
+from perfsweep.runner import RunSpec, execute
+
+STANDIN = REPO / "tests" / "apps" / "scorep_standin.py"
+TEMPLATE = REPO / "tests" / "data" / "extrap" / "cubeset" / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
+CALLPATHS = {"main", "main->init_mat", "main->zero_mat", "main->mat_mul"}
+
+
+def config(tmp_path, **app):
+    return {
+        "app": {"command": f"{sys.executable} {STANDIN} --n {{n}} --template {TEMPLATE}",
+                "profile": "scorep/{study}/{config_id}/rep{repetition}", **app},
+        "parameters": {"n": 4},
+        "studies": {"mm": {"vary": {"n": [4, 8, 16, 32, 64, 128]}}},
+        "repetitions": 2,
+        "results": str(tmp_path / "results"),
+    }
+
+
+def test_a_run_records_every_call_path_and_metric(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sweep = load_config(config(tmp_path), "c.yaml")
+    spec = RunSpec.build(sweep, sweep.studies[0].configurations()[2], 1)
+    assert spec.profile == "scorep/mm/n=16/rep1" and RunSpec.from_json(spec.to_json()) == spec
+    without = RunSpec.build(load_config({**config(tmp_path), "app": {"command": "app {n}"}}, "c.yaml"),
+                            sweep.studies[0].configurations()[2], 1)
+    assert "profile" not in json.loads(without.to_json())  # the spec text of other apps is unchanged
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["profile"] == "scorep/mm/n=16/rep1/profile.cubex"
+    (rank,) = rec["ranks"]
+    assert set(rank["regions"]) == CALLPATHS
+    mm = rank["regions"]["main->mat_mul"]
+    assert mm["time"] == pytest.approx(1e-5 * 16 ** 2) and mm["visits"] == 1
+    assert {"min_time", "max_time", "PAPI_FP_OPS", "PAPI_L2_TCM"} <= set(mm)
+
+
+def test_missing_or_stale_profile_fails_the_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    sweep = load_config(config(tmp_path, command=f"{sys.executable} -c pass --n {{n}}"), "c.yaml")
+    spec = RunSpec.build(sweep, sweep.studies[0].configurations()[0], 0)
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["status"] == "failed" and "Score-P profile scorep/mm/n=4/rep0 not found" in rec["error"]
+    stale = tmp_path / "scorep" / "mm" / "n=4" / "rep0"
+    stale.mkdir(parents=True)
+    (stale / "profile.cubex").write_bytes(TEMPLATE.read_bytes())
+    import os
+    os.utime(stale / "profile.cubex", (1e9, 1e9))
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["status"] == "failed" and "older than the run" in rec["error"]
+    assert (stale / "profile.cubex").exists()  # nothing deleted
+
+
+@pytest.mark.parametrize("app, message", [
+    ({"profile": "scorep/{nn}"}, "app.profile: 'scorep/{nn}': unknown placeholder {nn}"),
+    ({"profile": ""}, "app.profile: empty path"),
+    ({"profile": "scorep/{n"}, "app.profile: 'scorep/{n':"),
+])
+def test_bad_profile_template_is_one_line(tmp_path, app, message):
+    with pytest.raises(ConfigError, match=message.replace("{", r"\{").replace("}", r"\}")):
+        load_config(config(tmp_path, **app), "c.yaml")
+
+
+def test_profile_is_for_external_apps(tmp_path):
+    cfg = {"app": {"name": "ljmd", "profile": "x"}, "parameters": {"n": 10, "m": 1, "d": 0.5, "c": 2.0},
+           "studies": {"s": {"vary": {"n": [10, 20]}}}}
+    with pytest.raises(ConfigError, match="app.profile: only for your own app"):
+        load_config(cfg, "c.yaml")
+
+
+@pytest.mark.slow
+def test_sweep_models_every_call_path(tmp_path):
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config(tmp_path), sort_keys=False))
+    snakemake("--cores", "2", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
+    results = tmp_path / "results"
+    runs = sorted((results / "runs" / "mm").glob("*/rep*.json"))
+    assert len(runs) == 12
+    assert all(json.loads(p.read_text())["status"] == "ok" for p in runs)
+    regions = pd.read_csv(results / "tables" / "mm" / "regions.csv")
+    assert set(regions["region"]) == CALLPATHS and len(regions) == 12 * 4
+    table = pd.read_csv(results / "models" / "mm" / "models.csv")
+    assert set(table["region"]) == {"all", *CALLPATHS} and table["reason"].isna().all()
+    models = {e["region"]: Model.from_dict(e["model"])
+              for e in json.loads((results / "models" / "mm" / "models.json").read_text()) if e["metric"] == "time"}
+    # the stand-in's exclusive times; only the right form extrapolates 2 and 8 times beyond n = 128
+    truth = {"main": lambda n: 0.05 + 0 * n, "main->init_mat": lambda n: 2e-3 * n,
+             "main->zero_mat": lambda n: 1e-3 * n * np.log2(n), "main->mat_mul": lambda n: 1e-5 * n * n}
+    n = np.array([256.0, 1024.0])
+    for region, f in truth.items():
+        assert models[region].predict(n[:, None]) == pytest.approx(f(n), rel=1e-6), (region, str(models[region]))
+
+
+def test_ranks_and_threads_of_a_profile():
+    """Extra-P's threaded example: 2 processes x 2 threads; per rank, time is the maximum over its
+    threads and visits the sum."""
+    from perfsweep.modeling.cube_io import profile_regions, read_profile
+
+    path = REPO / "tests" / "data" / "extrap" / "cubeset" / "simple_threaded" / "example.f1" / "cube-example1.cubex"
+    values, ranks, _ = read_profile(path)
+    assert ranks == [0, 0, 1, 1]
+    omp = values["main->omp parallel", "time"]
+    regions = {r["rank"]: r["regions"] for r in profile_regions(path)}
+    assert set(regions) == {0, 1}
+    assert regions[0]["main->omp parallel"]["time"] == max(omp[:2])
+    assert regions[1]["main->omp parallel"]["time"] == max(omp[2:])
+    assert regions[0]["main->omp parallel"]["visits"] == sum(values["main->omp parallel", "visits"][:2])

@@ -14,6 +14,7 @@ User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -38,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
     base = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO_ROOT / "Snakefile"),
             "--configfile", args.config]
-    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *args.snakemake]
+    keep_going = [] if args.stop_on_error else ["--keep-going"]
+    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
     print("+ " + " ".join(cmd), flush=True)
     rc = subprocess.call(cmd)
     if rc != 0 or args.no_report or "-n" in args.snakemake or "--dry-run" in args.snakemake:
@@ -61,10 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
     r = sub.add_parser("run", help="run a sweep locally with Snakemake")
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
-    r.add_argument("--cores", type=int, default=None)
+    r.add_argument("--cores", type=_positive_int, default=None, help="cores for Snakemake (default: all)")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report after the sweep")
-    r.add_argument("snakemake", nargs=argparse.REMAINDER, help="arguments after -- go to Snakemake")
-    r.set_defaults(func=_run)
+    r.add_argument("--stop-on-error", action="store_true",
+                   help="stop at the first failed job (default: finish every other study, Snakemake --keep-going)")
+    r.set_defaults(func=_run, snakemake=[])
     for register in _EXTENSIONS:
         register(sub)
     return ap
@@ -80,22 +83,46 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
             out[name] = [float(v) for v in text.split(",")]
         except ValueError:
             raise UserError(f"{item!r}: values must be numbers") from None
+        bad = [v for v in out[name] if not math.isfinite(v) or v <= 0]
+        if bad:  # PMNF terms are powers and logarithms of the parameters: defined for values > 0
+            raise UserError(f"{item!r}: {name}={bad[0]:g} is not a finite number > 0 (a model's terms "
+                            "are powers and logarithms of its parameters)")
     return out
 
 
-def _predict(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, predict
+def _load_model(args: argparse.Namespace):
+    """The model of a models.json, or one line naming the file if it is not one."""
+    from perfsweep.modeling.predict import load_model
 
-    model = load_model(args.models, args.region, args.metric)
+    try:
+        return load_model(args.models, args.region, args.metric)
+    except UserError:
+        raise
+    except IsADirectoryError:
+        raise UserError(f"{args.models}: is a directory, not a models.json") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{args.models}: not UTF-8 text (byte {exc.object[exc.start]:#x} at offset "
+                        f"{exc.start}); give a models.json written by the pipeline") from None
+    except ValueError as exc:  # json.JSONDecodeError and bad values in a model
+        raise UserError(f"{args.models}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise UserError(f"{args.models}: not a valid models.json (unexpected content: "
+                        f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from perfsweep.modeling.predict import predict
+
+    model = _load_model(args)
     print(f"# {args.region}/{args.metric}: {model}")
     print(predict(model, _values(args.values)).to_string(index=False))
     return 0
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, recommend
+    from perfsweep.modeling.predict import recommend
 
-    model = load_model(args.models, args.region, args.metric)
+    model = _load_model(args)
     table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
                       args.min_efficiency)
     print(f"# {args.region}/{args.metric}: {model}")
@@ -125,15 +152,51 @@ def _register_modeling(sub) -> None:
 _EXTENSIONS: list = [_register_modeling]
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least 1")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line (``perfsweep: <subcommand>: <message>``) and exit 2, without the usage dump."""
+
+    def error(self, message: str):
+        sub = self.prog.removeprefix("perfsweep").strip()
+        self.exit(2, f"perfsweep: {sub + ': ' if sub else ''}{message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "snakemake", None) and args.snakemake[0] == "--":
-        args.snakemake = args.snakemake[1:]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:  # everything after -- goes to Snakemake (perfsweep run)
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
+    _one_line_errors(parser)
+    args = parser.parse_args(argv)
+    if extra:
+        if args.command != "run":
+            parser.error(f"arguments after -- are for Snakemake and only go with run: {' '.join(extra)}")
+        args.snakemake = extra
     try:
         return args.func(args)
-    except (UserError, FileNotFoundError) as exc:
+    except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make the parser and its subparsers report argument errors in one line."""
+    parser.__class__ = _Parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_errors(sub)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import shlex
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to b
     from perfsweep.config import Configuration, SweepConfig
 
 TAIL = 2000
+QUOTE_LINES = 5  # the last lines of the output that a failure record quotes
 
 
 class RunFailed(RuntimeError):
@@ -134,18 +136,18 @@ def _now() -> str:
 def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, str, float]:
     """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, time.perf_counter() - t0
+        return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        return None, out, err, time.perf_counter() - t0
+        return None, _decode(out), _decode(err), time.perf_counter() - t0
     except BaseException:
         # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
         try:
@@ -153,6 +155,25 @@ def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, s
         except ProcessLookupError:
             pass
         raise
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def last_lines(text: str, n: int = QUOTE_LINES, width: int = 200) -> str:
+    """The last ``n`` non-empty lines of ``text``, each cut to ``width`` characters, joined by `` | ``:
+    what a failure record quotes of an app's output so that its error says what the app printed."""
+    lines = [line.strip()[:width] for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(lines[-n:]) if lines else "(no output)"
+
+
+def _stat_key(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
@@ -165,8 +186,9 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
             report_path = str(Path(tmp) / "report.json")
             command += ["--report", report_path]
-        elif report_path and os.path.exists(report_path):
-            os.unlink(report_path)  # a stale timings file of an earlier run must not pass for this one's
+        # a stale timings file of an earlier run must not pass for this one's; it is not deleted (it may
+        # be anywhere the config allows), the run must rewrite it
+        stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
         record: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": spec.run_id,
@@ -196,15 +218,24 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         if rc is None:
             status, error = "timeout", f"killed after the timeout of {spec.timeout:g} s"
         elif rc != 0:
-            last = (err.strip().splitlines() or ["(no stderr)"])[-1]
-            status, error = "failed", f"exit code {rc}: {last[:300]}"
+            how = f"exit code {rc}"
+            if rc < 0:
+                try:
+                    how = f"killed by signal {-rc} ({signal.Signals(-rc).name})"
+                except ValueError:
+                    how = f"killed by signal {-rc}"
+            status, error = "failed", f"{how}: {last_lines(err.strip() or out, 3)}"
         else:
             try:
+                if stale is not None and _stat_key(report_path) == stale:
+                    raise ValueError(f"timings file {report_path} was not rewritten by this run")
                 _read_results(spec, record, out, report_path, wall)
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, TypeError, IndexError, re.error) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
         record["status"], record["error"] = status, error
-        record.setdefault("time", wall if status == "ok" else None)
+        if status != "ok":
+            record["time"] = None
+        record.setdefault("time", wall)
 
     archive = _archive(spec, attempt, record)
     if status != "ok" and raise_on_failure:
@@ -232,30 +263,59 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
+def _number(text: str, what: str, stdout: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} matched {text!r}, not a number; last lines of stdout: "
+                         f"{last_lines(stdout)}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{what} matched {text!r}, not a finite number >= 0")
+    return value
+
+
+def extract_metrics(text: str, app: dict[str, Any]) -> dict[str, Any]:
+    """Apply an app's ``time_pattern`` and ``patterns`` (its config mapping) to its output ``text``.
+
+    Returns ``{"time": t or None (no time pattern), "metrics": {name: value, ...}}``. Raises ValueError
+    with one line that names the pattern and quotes the last lines of the output when a pattern does
+    not match or its first group is not a finite number >= 0. The runner uses it on every run's
+    stdout; ``perfsweep validate --sample-output`` can use it on a sample.
+    """
+    items = [("time", "time_pattern", app["time_pattern"])] if app.get("time_pattern") else []
+    items += [(name, f"pattern {name!r}", pat) for name, pat in (app.get("patterns") or {}).items()]
+    found: dict[str, Any] = {"time": None, "metrics": {}}
+    for name, what, pattern in items:
+        match = re.search(pattern, text, re.MULTILINE)
+        if not match:
+            raise ValueError(f"{what} ({pattern}) not found on stdout; last lines: {last_lines(text)}")
+        value = _number(match.group(1), f"{what} ({pattern})", text)
+        if what == "time_pattern":
+            found["time"] = value
+        else:
+            found["metrics"][name] = value
+    return found
+
+
 def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_path: str | None,
                   wall: float) -> None:
-    metrics: dict[str, float] = {}
-    for name, pattern in spec.patterns.items():
-        match = re.search(pattern, stdout, re.MULTILINE)
-        if not match:
-            raise ValueError(f"pattern {name!r} ({pattern}) not found on stdout")
-        metrics[name] = float(match.group(1))
-    record["metrics"] = metrics
+    found = extract_metrics(stdout, {"time_pattern": spec.time_pattern, "patterns": spec.patterns})
+    record["metrics"] = found["metrics"]
     record["time"] = wall
     if report_path:
-        with open(report_path) as fh:
+        with open(report_path, encoding="utf-8", errors="replace") as fh:
             report = json.load(fh)
+        if not isinstance(report, dict) or not isinstance(report.get("ranks"), list) or not report["ranks"]:
+            raise ValueError(f"timings file {report_path}: no list of ranks")
         record["ranks"] = report["ranks"]
         record["mpi"] = report.get("mpi")
         record["hosts"] = report.get("hosts")
         if report.get("extra"):
             record["app_extra"] = report["extra"]
-        record["time"] = float(report.get("time", max(r["total"] for r in report["ranks"])))
-    if spec.time_pattern:
-        match = re.search(spec.time_pattern, stdout, re.MULTILINE)
-        if not match:
-            raise ValueError(f"time_pattern ({spec.time_pattern}) not found on stdout")
-        record["time"] = float(match.group(1))
+        record["time"] = _number(report.get("time", max(r["total"] for r in report["ranks"])),
+                                 f"timings file {report_path}: time", stdout)
+    if found["time"] is not None:
+        record["time"] = found["time"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,6 +342,14 @@ def main(argv: list[str] | None = None) -> int:
     for text, output in zip(args.spec, args.output):
         spec = RunSpec.from_json(text)
         try:
+            lock = _lock_output(output)
+        except Interrupted as exc:
+            return 128 + exc.signum
+        try:
+            if _finished_elsewhere(output):
+                print(f"perfsweep: {spec.run_id}: measured by a runner of an interrupted sweep; kept",
+                      file=sys.stderr)
+                continue
             record = execute(spec, output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
         except RunFailed as exc:
             print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
@@ -290,9 +358,39 @@ def main(argv: list[str] | None = None) -> int:
         except Interrupted as exc:
             print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
             return 128 + exc.signum
+        finally:
+            _release(lock)
         if record["status"] != "ok":
             print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
     return 1 if retry else 0
+
+
+def _lock_output(output: str) -> int:
+    """Hold the record's lock while measuring it: a restarted sweep then waits for a run that its
+    killed predecessor left in flight instead of measuring it twice (perfsweep.recovery)."""
+    from perfsweep.recovery import hold_lock, record_lock_path
+
+    return hold_lock(record_lock_path(output), wait=True)
+
+
+def _release(fd: int) -> None:
+    from perfsweep.recovery import release_lock
+
+    release_lock(fd)
+
+
+def _finished_elsewhere(output: str) -> bool:
+    """Snakemake removes a job's output before it starts it; a valid record here was written since,
+    by the runner of an interrupted sweep that was still in flight."""
+    from perfsweep.records import DamagedRecord, check_record
+
+    if not os.path.exists(output):
+        return False
+    try:
+        check_record(output)
+    except DamagedRecord:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
                                          evaluate a fitted model (results/models/<study>/models.json)
     perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
                                          the best configuration under constraints
+    perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -111,11 +112,18 @@ def _load_model(args: argparse.Namespace):
 
 
 def _predict(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from perfsweep.modeling.predict import predict
 
     model = _load_model(args)
+    table = predict(model, _values(args.values))
+    bad = table[~np.isfinite(table["predicted"])]
+    if len(bad):
+        raise UserError(f"{args.models}: the model {model} has no finite value at "
+                        + ", ".join(f"{k}={v:g}" for k, v in bad.iloc[0].drop("predicted").items()))
     print(f"# {args.region}/{args.metric}: {model}")
-    print(predict(model, _values(args.values)).to_string(index=False))
+    print(table.to_string(index=False))
     return 0
 
 
@@ -148,8 +156,38 @@ def _register_modeling(sub) -> None:
             p.add_argument("--top", type=int, default=5)
 
 
+def _check_records(args: argparse.Namespace) -> int:
+    """Check run records (files, or directories searched for rep<k>.json) against their paths."""
+    from perfsweep.records import DamagedRecord, check_record, path_fields
+
+    paths: list[Path] = []
+    for item in map(Path, args.paths):
+        if item.is_dir():
+            paths += sorted(item.rglob("rep*.json"))
+        elif item.exists():
+            paths.append(item)
+        else:
+            raise UserError(f"{item}: no such file or directory")
+    damaged = 0
+    for path in paths:
+        try:
+            check_record(path, **path_fields(path))
+        except DamagedRecord as exc:
+            print(f"perfsweep: damaged record {exc}", file=sys.stderr)
+            damaged += 1
+    if not damaged:
+        print(f"perfsweep: {len(paths)} record(s) checked, none damaged")
+    return 2 if damaged else 0
+
+
+def _register_records(sub) -> None:
+    c = sub.add_parser("check-records", help="check run records (results/runs/...) and name the damaged ones")
+    c.add_argument("paths", nargs="+", help="record files or directories (e.g. results/runs)")
+    c.set_defaults(func=_check_records)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling]
+_EXTENSIONS: list = [_register_modeling, _register_records]
 
 
 def _positive_int(text: str) -> int:

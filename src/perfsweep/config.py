@@ -272,10 +272,10 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     for name, value in parameters.items():
         _check_value(source, f"{prefix}parameters.{name}", name, value, specs.get(name, default_spec))
     if "command" in app:
+        _check_template(source, f"{prefix}app.command", app["command"], [*parameters, "launcher"])
         for name in parameters:
             if name != procs and "{" + name + "}" not in app["command"]:
                 raise ConfigError(source, f"{prefix}app.command", f"parameter {name!r} does not appear as {{{name}}}")
-        _check_template(source, f"{prefix}app.command", app["command"], [*parameters, "launcher"])
         if "timings_json" in app:
             _check_template(source, f"{prefix}app.timings_json", app["timings_json"], list(parameters))
         for key, pattern in [("time_pattern", app.get("time_pattern")), *(

@@ -143,3 +143,25 @@ def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], sta
         n += 1
     os.replace(path, target)
     return target
+
+
+def path_fields(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a record's path ``.../runs/<study>/<config_id>/rep<k>.json`` says about it (for check_record);
+    empty where the path does not have that form."""
+    import re
+
+    path = Path(path)
+    m = re.fullmatch(r"rep(\d+)\.json", path.name)
+    if not m or len(path.parts) < 4 or path.parts[-4] != "runs":
+        return {}
+    params: dict[str, str] = {}
+    pending = ""
+    for token in path.parent.name.split("_"):  # n=1_m=2; a parameter name may itself contain '_'
+        if "=" not in token:
+            pending += token + "_"
+            continue
+        name, value = token.split("=", 1)
+        params[pending + name] = value
+        pending = ""
+    return {"study": path.parts[-3], "config_id": path.parent.name, "repetition": int(m.group(1)),
+            "params": params}

@@ -96,7 +96,7 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
     try:
         rec = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise bad(f"not valid JSON, truncated? ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise bad(f"not valid JSON, truncated? ({exc.msg}, line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(rec, dict):
         raise bad(f"not a JSON object but {type(rec).__name__}")
     if rec.get("schema") != RUN_SCHEMA:

@@ -172,3 +172,15 @@ def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir:
     if not dry_run:
         clear_stale_state(state_dir, results, log=log)
     repair_records(expected, results, dry_run=dry_run, log=log)
+
+
+def dry_run_requested(argv: list[str]) -> bool:
+    """Whether this Snakemake was asked for a dry run (``-n``) or to touch outputs: then nothing is
+    moved. Snakemake only knows it after parsing the workflow, so its own argument parser is asked."""
+    try:
+        from snakemake.cli import get_argument_parser
+
+        args, _ = get_argument_parser().parse_known_args(argv)
+        return bool(getattr(args, "dryrun", False) or getattr(args, "touch", False))
+    except (Exception, SystemExit):
+        return any(a in ("-n", "--dry-run", "--dryrun", "-t", "--touch") for a in argv)

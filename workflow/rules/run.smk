@@ -32,7 +32,7 @@ def get_all_run_records(wildcards=None):
 if workflow.is_main_process:
     from perfsweep import recovery
 
-    recovery.prepare(get_expected_records(), R, dry_run=workflow.dryrun)
+    recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]))
 
 
 if SWEEP.bundle == "repetitions":

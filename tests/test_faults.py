@@ -150,8 +150,9 @@ def _snapshot(results):
     return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (results / "runs").rglob("rep*.json")}
 
 
-@pytest.mark.parametrize("victim", ["process group", "snakemake alone"])
-def test_sigkill_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim):
+@pytest.mark.parametrize("victim, sig", [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
+                                         ("snakemake alone", signal.SIGINT)])
+def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim, sig):
     state = tmp_path / "state"
     state.mkdir()
     results = tmp_path / "results"
@@ -164,11 +165,11 @@ def test_sigkill_mid_sweep_then_the_same_command_completes_and_repeats_nothing(t
     try:
         _wait_for_records(results, 5)
         if victim == "process group":
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, sig)
         else:
             children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
             (smk,) = [int(c) for c in children if "snakemake" in Path(f"/proc/{c}/cmdline").read_text()]
-            os.kill(smk, signal.SIGKILL)  # the runners it started go on (orphans)
+            os.kill(smk, sig)  # after SIGKILL the runners it started go on (orphans)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
@@ -189,8 +190,10 @@ def test_sigkill_mid_sweep_then_the_same_command_completes_and_repeats_nothing(t
         check_record(path)
     att = archived(results)
     assert sorted(att) == sorted(r["run_id"] for r in map(check_record, after))
-    repeated = [rid for rid, a in att.items() if len(a) > 1]
-    assert repeated == []  # 0 completed runs repeated: every run was measured exactly once
+    finished = {rid: [a for a in attempts if a["status"] != "killed"] for rid, attempts in att.items()}
+    assert all(len(a) == 1 for a in finished.values())  # 0 completed runs repeated: each measured once
+    killed = {rid for rid, attempts in att.items() if any(a["status"] == "killed" for a in attempts)}
+    assert not killed & {check_record(p)["run_id"] for p in before}  # only runs cut short were run again
     assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == 18
     assert leftover_processes(state) == []
 

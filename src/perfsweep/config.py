@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -292,8 +294,6 @@ MAX_RUNS = 100_000
 
 def _check_template(source: str, where: str, template: str, known: list[str]) -> None:
     """Every {placeholder} of a str.format template must be a known name (no attribute or index)."""
-    import string
-
     try:
         fields = [f for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
@@ -306,8 +306,6 @@ def _check_template(source: str, where: str, template: str, known: list[str]) ->
 
 
 def _check_regex(source: str, where: str, pattern: str) -> None:
-    import re
-
     try:
         compiled = re.compile(pattern)
     except re.error as exc:
@@ -351,8 +349,6 @@ def _check_paths(source: str, data: dict[str, Any]) -> None:
         template = app.get("timings_json")
         if template is None:
             continue
-        import re
-
         example = Path(re.sub(r"\{[^{}]*\}", "1", template)).expanduser()
         path = (cwd / example).resolve()
         if not (path.is_relative_to(cwd) or path.is_relative_to(res)):

@@ -106,7 +106,7 @@ def _load_model(args: argparse.Namespace):
                         f"{exc.start}); give a models.json written by the pipeline") from None
     except ValueError as exc:  # json.JSONDecodeError and bad values in a model
         raise UserError(f"{args.models}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
-    except (KeyError, TypeError, AttributeError, IndexError) as exc:
+    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
         raise UserError(f"{args.models}: not a valid models.json (unexpected content: "
                         f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
 
@@ -152,8 +152,8 @@ def _register_modeling(sub) -> None:
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
             p.add_argument("--processes", default="p", help="the process-count parameter")
             p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
-            p.add_argument("--min-efficiency", type=float, default=None)
-            p.add_argument("--top", type=int, default=5)
+            p.add_argument("--min-efficiency", type=_fraction, default=None)
+            p.add_argument("--top", type=_positive_int, default=5)
 
 
 def _check_records(args: argparse.Namespace) -> int:
@@ -197,6 +197,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in (0, 1]")
     return value
 
 

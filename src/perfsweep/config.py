@@ -171,6 +171,12 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     _fill_defaults(data, schema)
 
     procs = data["processes"]
+    if not procs.isidentifier():
+        raise ConfigError(source, "processes", f"{procs!r} is not a parameter name (letters, digits, '_')")
+    if not math.isfinite(data["timeout"]):
+        raise ConfigError(source, "timeout", f"{data['timeout']!r} is not a finite number of seconds")
+    if not math.isfinite(data["variability"]["cv_threshold"]):
+        raise ConfigError(source, "variability.cv_threshold", f"{data['variability']['cv_threshold']!r} is not finite")
     default_spec = ParamSpec(float, -math.inf, False, "parameter value")
     app, parameters, specs = _app_parameters(source, "", data["app"], data["parameters"], procs, default_spec)
 
@@ -258,6 +264,10 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     """Check an app's parameters (names, values); returns (app, parameters with p, value specs)."""
     parameters = dict(parameters)
     specs: dict[str, ParamSpec] = {}
+    for key in ("time_pattern", "patterns", "timings_json") if "name" in app else ("args",):
+        if key in app:
+            raise ConfigError(source, f"{prefix}app.{key}", f"{app[key]!r}: only for your own app (command)"
+                              if key != "args" else f"{app[key]!r}: only for a built-in app; put options into command")
     if "name" in app:
         specs = dict(BUILTIN_APPS[app["name"]].params)
         for name in parameters:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -148,8 +149,6 @@ def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], sta
 def path_fields(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a record's path ``.../runs/<study>/<config_id>/rep<k>.json`` says about it (for check_record);
     empty where the path does not have that form."""
-    import re
-
     path = Path(path)
     m = re.fullmatch(r"rep(\d+)\.json", path.name)
     if not m or len(path.parts) < 4 or path.parts[-4] != "runs":

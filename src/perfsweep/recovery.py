@@ -4,10 +4,10 @@ Called by the workflow while it is parsed (``workflow/rules/run.smk``), in the m
 only, so that the same command that was interrupted completes the sweep, with no flag::
 
     from perfsweep import recovery
-    with recovery.main_process(".snakemake") as alone:      # flock held for the process lifetime
-        if alone:
-            recovery.clear_stale_state(".snakemake", results)  # stale locks, incomplete markers
-        recovery.repair_records(expected, results, dry_run)    # damaged records set aside
+    # expected: [(record path, {study, config_id, repetition, params}), ...] for every run of the sweep
+    recovery.prepare(expected, "results", dry_run=recovery.dry_run_requested(sys.argv[1:]))
+    # = if acquire_workdir_lock(): clear_stale_state(...) (stale locks, incomplete markers), then
+    #   repair_records(...) (damaged records named and set aside)
 
 Why this is safe: every Snakemake that runs this workflow in a directory holds an exclusive ``flock``
 on ``.snakemake/perfsweep.lock`` while it lives (the kernel drops it when the process dies, also on

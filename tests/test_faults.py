@@ -183,6 +183,8 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     console = again.stdout + again.stderr
     assert again.returncode == 0, console[-5000:]  # no --unlock, no --rerun-incomplete
     assert "Traceback" not in console
+    if sig == signal.SIGKILL:  # Snakemake had no chance to remove its lock: it was stale, and removed
+        assert "stale Snakemake lock(s) of an interrupted run" in console, console[-3000:]
     after = _snapshot(results)
     assert len(after) == 18
     assert all(after[p] == h for p, h in before.items())  # completed records untouched

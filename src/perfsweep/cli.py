@@ -236,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def _one_line_errors(parser: argparse.ArgumentParser) -> None:

@@ -80,6 +80,10 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
         if "=" not in item:
             raise UserError(f"{item!r}: give parameter values as NAME=V1,V2,...")
         name, text = item.split("=", 1)
+        if not name.strip():
+            raise UserError(f"{item!r}: no parameter name before '='")
+        if name in out:
+            raise UserError(f"{item!r}: parameter {name} given twice (give its values once: {name}=V1,V2,...)")
         try:
             out[name] = [float(v) for v in text.split(",")]
         except ValueError:
@@ -131,7 +135,9 @@ def _recommend(args: argparse.Namespace) -> int:
     from perfsweep.modeling.predict import recommend
 
     model = _load_model(args)
-    table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
+    if args.processes is not None and args.processes not in model.param_names:
+        raise UserError(f"--processes {args.processes}: not a parameter of the model ({', '.join(model.param_names)})")
+    table = recommend(model, _values(args.values), args.objective, args.processes or "p", args.constraint,
                       args.min_efficiency)
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# best by {args.objective} of {len(table)} candidates:")
@@ -150,7 +156,7 @@ def _register_modeling(sub) -> None:
         p.set_defaults(func=func)
         if name == "recommend":
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
-            p.add_argument("--processes", default="p", help="the process-count parameter")
+            p.add_argument("--processes", default=None, help="the process-count parameter (default p)")
             p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
             p.add_argument("--min-efficiency", type=_fraction, default=None)
             p.add_argument("--top", type=_positive_int, default=5)

@@ -373,6 +373,8 @@ def _safe_name(name: str) -> bool:
 def load_config_file(path: str | Path) -> SweepConfig:
     """Read a YAML config file and validate it; every problem is a one-line ConfigError."""
     source = str(path)
+    if not source.strip():
+        raise ConfigError(repr(source), "", "empty path: give a config file, e.g. config/config.yaml")
     try:
         raw = Path(path).read_bytes()
         text = raw.decode("utf-8")

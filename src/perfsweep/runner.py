@@ -216,7 +216,8 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                       stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
         status, error = "ok", None
         if rc is None:
-            status, error = "timeout", f"killed after the timeout of {spec.timeout:g} s"
+            status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s; last lines: "
+                                        f"{last_lines(out + chr(10) + err, 3)}")
         elif rc != 0:
             how = f"exit code {rc}"
             if rc < 0:

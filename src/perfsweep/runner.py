@@ -264,14 +264,15 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-def _number(text: str, what: str, stdout: str) -> float:
+def _number(text: str, what: str, stdout: str, time: bool = True) -> float:
+    """A matched value as a number: finite, and >= 0 for a time."""
     try:
         value = float(text)
     except (TypeError, ValueError):
         raise ValueError(f"{what} matched {text!r}, not a number; last lines of stdout: "
                          f"{last_lines(stdout)}") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} matched {text!r}, not a finite number >= 0")
+    if not math.isfinite(value) or (time and value < 0):
+        raise ValueError(f"{what} matched {text!r}, not a finite number{' >= 0' if time else ''}")
     return value
 
 
@@ -280,7 +281,7 @@ def extract_metrics(text: str, app: dict[str, Any]) -> dict[str, Any]:
 
     Returns ``{"time": t or None (no time pattern), "metrics": {name: value, ...}}``. Raises ValueError
     with one line that names the pattern and quotes the last lines of the output when a pattern does
-    not match or its first group is not a finite number >= 0. The runner uses it on every run's
+    not match or its first group is not a finite number (>= 0 for the time). The runner uses it on every run's
     stdout; ``perfsweep validate --sample-output`` can use it on a sample.
     """
     items = [("time", "time_pattern", app["time_pattern"])] if app.get("time_pattern") else []
@@ -290,7 +291,7 @@ def extract_metrics(text: str, app: dict[str, Any]) -> dict[str, Any]:
         match = re.search(pattern, text, re.MULTILINE)
         if not match:
             raise ValueError(f"{what} ({pattern}) not found on stdout; last lines: {last_lines(text)}")
-        value = _number(match.group(1), f"{what} ({pattern})", text)
+        value = _number(match.group(1), f"{what} ({pattern})", text, time=what == "time_pattern")
         if what == "time_pattern":
             found["time"] = value
         else:

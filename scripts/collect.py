@@ -2,5 +2,11 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 from perfsweep import stages
+from perfsweep.errors import UserError
 
-stages.collect(snakemake.input.records, **snakemake.output)
+try:
+    stages.collect(snakemake.input.records, **snakemake.output)
+except UserError as exc:  # a record damaged after the sweep was planned: one line naming the file
+    for stream in (sys.stderr, sys.__stderr__):
+        print(f"perfsweep: {exc}", file=stream, flush=True)
+    sys.exit(1)

@@ -50,9 +50,9 @@ def test_sample_output_match_and_mismatch(user_dir):
     (user_dir / "other.txt").write_text("Loop time: 1.5 s\nPerformance: 10 steps/s\n")
     bad = perfsweep("validate", "my_app.yaml", "--sample-output", "other.txt", cwd=user_dir)
     assert bad.returncode == 1
-    assert "time: NO MATCH: not found in the output" in bad.stdout and "steps_per_s: 10" in bad.stdout
+    assert "time: NO MATCH: not found on stdout" in bad.stdout and "steps_per_s: 10" in bad.stdout
     assert bad.stderr.strip() == (
-        "perfsweep: my_app.yaml: app.time_pattern (Loop time of ([0-9.eE+-]+) on): not found in the output "
+        "perfsweep: my_app.yaml: app.time_pattern (Loop time of ([0-9.eE+-]+) on): not found on stdout "
         "(other.txt): every run with such output would fail")
     assert "Traceback" not in bad.stdout + bad.stderr
 

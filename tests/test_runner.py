@@ -114,3 +114,70 @@ def test_mpiexec_uses_the_fork_launcher_inside_a_slurm_job(monkeypatch):
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     assert inside_allocation(cmd) == ["/x/mpiexec", "-launcher", "fork", "-n", "2", "python", "app.py"]
     assert inside_allocation(["srun", "-n", "2", "a"]) == ["srun", "-n", "2", "a"]
+
+
+def test_non_utf8_output_and_a_crash_by_signal_leave_records(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text("import os, signal, sys\nsys.stdout.buffer.write(b'\\xff\\xfe noise\\ntime: 0.5\\n')\n"
+                   "sys.stdout.flush()\nif int(sys.argv[1]) == 2: os.kill(os.getpid(), signal.SIGSEGV)\n")
+    sweep = sweep_for(f"{PY} {app} {{n}}", tmp_path, app={"time_pattern": r"^time: (\S+)"})
+    ok = execute(spec_of(sweep, 0), tmp_path / "a.json")
+    assert ok["status"] == "ok" and ok["time"] == 0.5 and "\ufffd\ufffd noise" in ok["stdout_tail"]
+    crashed = execute(spec_of(sweep, 1), tmp_path / "b.json")
+    assert crashed["status"] == "failed" and crashed["returncode"] == -11 and crashed["time"] is None
+    assert crashed["error"] == "killed by signal 11 (SIGSEGV): \ufffd\ufffd noise | time: 0.5"
+    assert json.loads((tmp_path / "b.json").read_text(encoding="utf-8")) == crashed
+
+
+def test_unmatched_pattern_quotes_the_last_lines_of_the_output(tmp_path):
+    lines = "; ".join(f"print('line {i}')" for i in range(8))
+    sweep = sweep_for(f"{PY} -c \"{lines}; print({{n}})\"", tmp_path, app={"time_pattern": r"time=(\d+)"})
+    rec = execute(spec_of(sweep), tmp_path / "rec.json")
+    assert rec["status"] == "failed" and rec["time"] is None
+    assert rec["error"] == ("unreadable output: time_pattern (time=(\\d+)) not found on stdout; "
+                            "last lines: line 4 | line 5 | line 6 | line 7 | 1")
+
+
+@pytest.mark.parametrize("text, error", [
+    ("", "time_pattern (time: (\\S+)) not found on stdout; last lines: (no output)"),
+    ("time: abc\n", "time_pattern (time: (\\S+)) matched 'abc', not a number; last lines: time: abc"),
+    ("time: nan\n", "time_pattern (time: (\\S+)) matched 'nan', not a finite number >= 0; last lines: time: nan"),
+    ("time: -1\n", "time_pattern (time: (\\S+)) matched '-1', not a finite number >= 0; last lines: time: -1"),
+])
+def test_extract_metrics_refuses_what_is_not_a_time(text, error):
+    from perfsweep.apps.output import extract_metrics
+
+    with pytest.raises(ValueError) as exc:
+        extract_metrics(text, {"time_pattern": r"time: (\S+)"})
+    assert str(exc.value) == error
+
+
+def test_extract_metrics_reads_time_and_patterns():
+    from perfsweep.apps.output import extract_metrics
+
+    app = {"time_pattern": r"^time: (\S+)", "patterns": {"gflops": r"GFLOP/s: (\S+)"}}
+    assert extract_metrics("x\ntime: 1.5\nGFLOP/s: 3e9\n", app) == {"time": 1.5, "metrics": {"gflops": 3e9}}
+    assert extract_metrics("anything", {}) == {"time": None, "metrics": {}}
+
+
+def test_a_stale_timings_file_is_not_deleted_and_not_taken_for_this_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    stale = tmp_path / "t-1.json"
+    stale.write_text(json.dumps({"ranks": [{"rank": 0, "total": 9.0}]}))
+    sweep = sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app={"timings_json": "t-{n}.json"})
+    rec = execute(spec_of(sweep), tmp_path / "rec.json")
+    assert rec["status"] == "failed" and "t-1.json was not rewritten by this run" in rec["error"]
+    assert stale.exists()  # nothing the config names is deleted
+    writer = f"{PY} -c 'import json; json.dump({{{{\"ranks\": [{{{{\"rank\": 0, \"total\": 0.25}}}}]}}}}, open(\"t-{{n}}.json\", \"w\"))'"
+    rec = execute(spec_of(sweep_for(writer, tmp_path, app={"timings_json": "t-{n}.json"})), tmp_path / "rec2.json")
+    assert rec["status"] == "ok" and rec["time"] == 0.25
+
+
+def test_a_record_written_meanwhile_by_an_interrupted_sweeps_runner_is_kept(tmp_path):
+    sweep = sweep_for(f"{PY} -c 'print({{n}})'", tmp_path)
+    spec = spec_of(sweep)
+    out = tmp_path / "rec.json"
+    first = execute(spec, out)
+    assert main(["--spec", spec.to_json(), "--output", str(out)]) == 0
+    assert json.loads(out.read_text()) == first  # not measured again, not overwritten
+    assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1

@@ -8,7 +8,7 @@ from perfsweep.records import write_json_atomic
 
 def record(cid, n, rep, time, status="ok", ranks=None):
     return {
-        "run_id": f"s/{cid}/rep{rep}", "study": "s", "config_id": cid, "repetition": rep,
+        "schema": "perfsweep.run/1", "run_id": f"s/{cid}/rep{rep}", "study": "s", "config_id": cid, "repetition": rep,
         "parameters": {"n": n, "p": 2}, "status": status, "error": None if status == "ok" else "x",
         "time": time if status == "ok" else None, "wall_time": 1.0,
         "ranks": ranks if ranks is not None else [

@@ -11,6 +11,7 @@
                                          the best configuration under constraints
     perfsweep models FILE [--out DIR]    models of every call path and metric of an Extra-P file
                                          (text, JSON, JSON Lines) or a directory of Score-P CUBE profiles
+    perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -18,6 +19,7 @@ User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -56,13 +58,13 @@ def _check_sample_output(sweep, path: str) -> int:
     failed = []
     for app, studies in apps.values():
         print(f"sample output {path}, app of {', '.join(studies)}: {app['command']}")
-        found = check_sample(text, app.get("time_pattern"), app.get("patterns", {}))
+        found = check_sample(text, app)
         if not app.get("time_pattern"):
             print("  time: no time_pattern, a run's time is the wall time of its launch")
         where = "app" if app == sweep.app else f"studies.{studies[0]}.app"
-        for i, e in enumerate(found):
+        for e in found:
             print(f"  {e.name}: {e.value:g}" if e.ok else f"  {e.name}: NO MATCH: {e.problem}")
-            key = "time_pattern" if i == 0 and app.get("time_pattern") else f"patterns.{e.name}"
+            key = "time_pattern" if e.what == "time_pattern" else f"patterns.{e.name}"
             if not e.ok:
                 failed.append(f"{where}.{key} ({e.pattern}): {e.problem} ({path})")
     if failed:
@@ -77,7 +79,8 @@ def _run(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
     base = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO_ROOT / "Snakefile"),
             "--configfile", args.config]
-    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *args.snakemake]
+    keep_going = [] if args.stop_on_error else ["--keep-going"]
+    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
     print("+ " + " ".join(cmd), flush=True)
     rc = subprocess.call(cmd)
     if rc != 0 or args.no_report or "-n" in args.snakemake or "--dry-run" in args.snakemake:
@@ -102,10 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_validate)
     r = sub.add_parser("run", help="run a sweep locally with Snakemake")
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
-    r.add_argument("--cores", type=int, default=None)
+    r.add_argument("--cores", type=_positive_int, default=None, help="cores for Snakemake (default: all)")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report after the sweep")
-    r.add_argument("snakemake", nargs=argparse.REMAINDER, help="arguments after -- go to Snakemake")
-    r.set_defaults(func=_run)
+    r.add_argument("--stop-on-error", action="store_true",
+                   help="stop at the first failed job (default: finish every other study, Snakemake --keep-going)")
+    r.set_defaults(func=_run, snakemake=[])
     for register in _EXTENSIONS:
         register(sub)
     return ap
@@ -117,27 +121,64 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
         if "=" not in item:
             raise UserError(f"{item!r}: give parameter values as NAME=V1,V2,...")
         name, text = item.split("=", 1)
+        if not name.strip():
+            raise UserError(f"{item!r}: no parameter name before '='")
+        if name in out:
+            raise UserError(f"{item!r}: parameter {name} given twice (give its values once: {name}=V1,V2,...)")
         try:
             out[name] = [float(v) for v in text.split(",")]
         except ValueError:
             raise UserError(f"{item!r}: values must be numbers") from None
+        bad = [v for v in out[name] if not math.isfinite(v) or v <= 0]
+        if bad:  # PMNF terms are powers and logarithms of the parameters: defined for values > 0
+            raise UserError(f"{item!r}: {name}={bad[0]:g} is not a finite number > 0 (a model's terms "
+                            "are powers and logarithms of its parameters)")
     return out
 
 
-def _predict(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, predict
+def _load_model(args: argparse.Namespace):
+    """The model of a models.json, or one line naming the file if it is not one."""
+    from perfsweep.modeling.predict import load_model
 
-    model = load_model(args.models, args.region, args.metric)
+    try:
+        return load_model(args.models, args.region, args.metric)
+    except UserError:
+        raise
+    except IsADirectoryError:
+        raise UserError(f"{args.models}: is a directory, not a models.json") from None
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{args.models}: not UTF-8 text (byte {exc.object[exc.start]:#x} at offset "
+                        f"{exc.start}); give a models.json written by the pipeline") from None
+    except ValueError as exc:  # json.JSONDecodeError and bad values in a model
+        raise UserError(f"{args.models}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
+    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise UserError(f"{args.models}: not a valid models.json (unexpected content: "
+                        f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
+
+
+def _predict(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from perfsweep.modeling.predict import predict
+
+    model = _load_model(args)
+    table = predict(model, _values(args.values))
+    bad = table[~np.isfinite(table["predicted"])]
+    if len(bad):
+        raise UserError(f"{args.models}: the model {model} has no finite value at "
+                        + ", ".join(f"{k}={v:g}" for k, v in bad.iloc[0].drop("predicted").items()))
     print(f"# {args.region}/{args.metric}: {model}")
-    print(predict(model, _values(args.values)).to_string(index=False))
+    print(table.to_string(index=False))
     return 0
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, recommend
+    from perfsweep.modeling.predict import recommend
 
-    model = load_model(args.models, args.region, args.metric)
-    table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
+    model = _load_model(args)
+    if args.processes is not None and args.processes not in model.param_names:
+        raise UserError(f"--processes {args.processes}: not a parameter of the model ({', '.join(model.param_names)})")
+    table = recommend(model, _values(args.values), args.objective, args.processes or "p", args.constraint,
                       args.min_efficiency)
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# best by {args.objective} of {len(table)} candidates:")
@@ -156,10 +197,40 @@ def _register_modeling(sub) -> None:
         p.set_defaults(func=func)
         if name == "recommend":
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
-            p.add_argument("--processes", default="p", help="the process-count parameter")
+            p.add_argument("--processes", default=None, help="the process-count parameter (default p)")
             p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
-            p.add_argument("--min-efficiency", type=float, default=None)
-            p.add_argument("--top", type=int, default=5)
+            p.add_argument("--min-efficiency", type=_fraction, default=None)
+            p.add_argument("--top", type=_positive_int, default=5)
+
+
+def _check_records(args: argparse.Namespace) -> int:
+    """Check run records (files, or directories searched for rep<k>.json) against their paths."""
+    from perfsweep.records import DamagedRecord, check_record, path_fields
+
+    paths: list[Path] = []
+    for item in map(Path, args.paths):
+        if item.is_dir():
+            paths += sorted(item.rglob("rep*.json"))
+        elif item.exists():
+            paths.append(item)
+        else:
+            raise UserError(f"{item}: no such file or directory")
+    damaged = 0
+    for path in paths:
+        try:
+            check_record(path, **path_fields(path))
+        except DamagedRecord as exc:
+            print(f"perfsweep: damaged record {exc}", file=sys.stderr)
+            damaged += 1
+    if not damaged:
+        print(f"perfsweep: {len(paths)} record(s) checked, none damaged")
+    return 2 if damaged else 0
+
+
+def _register_records(sub) -> None:
+    c = sub.add_parser("check-records", help="check run records (results/runs/...) and name the damaged ones")
+    c.add_argument("paths", nargs="+", help="record files or directories (e.g. results/runs)")
+    c.set_defaults(func=_check_records)
 
 
 def _register_extrap(sub) -> None:
@@ -169,18 +240,67 @@ def _register_extrap(sub) -> None:
 
 
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling, _register_extrap]
+_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give at least 1")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in (0, 1]")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line (``perfsweep: <subcommand>: <message>``) and exit 2, without the usage dump."""
+
+    def error(self, message: str):
+        sub = self.prog.removeprefix("perfsweep").strip()
+        self.exit(2, f"perfsweep: {sub + ': ' if sub else ''}{message} (see {self.prog} --help)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "snakemake", None) and args.snakemake[0] == "--":
-        args.snakemake = args.snakemake[1:]
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:  # everything after -- goes to Snakemake (perfsweep run)
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
+    _one_line_errors(parser)
+    args = parser.parse_args(argv)
+    if extra:
+        if args.command != "run":
+            parser.error(f"arguments after -- are for Snakemake and only go with run: {' '.join(extra)}")
+        args.snakemake = extra
     try:
         return args.func(args)
-    except (UserError, FileNotFoundError) as exc:
+    except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make the parser and its subparsers report argument errors in one line."""
+    parser.__class__ = _Parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_errors(sub)
 
 
 if __name__ == "__main__":

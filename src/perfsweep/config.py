@@ -18,6 +18,8 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import re
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -169,9 +171,17 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     _fill_defaults(data, schema)
 
     procs = data["processes"]
+    if not procs.isidentifier():
+        raise ConfigError(source, "processes", f"{procs!r} is not a parameter name (letters, digits, '_')")
+    if not math.isfinite(data["timeout"]):
+        raise ConfigError(source, "timeout", f"{data['timeout']!r} is not a finite number of seconds")
+    if not math.isfinite(data["variability"]["cv_threshold"]):
+        raise ConfigError(source, "variability.cv_threshold", f"{data['variability']['cv_threshold']!r} is not finite")
     default_spec = ParamSpec(float, -math.inf, False, "parameter value")
     app, parameters, specs = _app_parameters(source, "", data["app"], data["parameters"], procs, default_spec)
 
+    _check_size(source, data)
+    _check_paths(source, data)
     studies = []
     for sname, sdef in data["studies"].items():
         base = f"studies.{sname}"
@@ -225,6 +235,8 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
             )
         )
 
+    names = {*parameters, *(n for st in studies for n in st.fixed), *(n for st in studies for n in st.vary)}
+    _check_template(source, "launcher", data["launcher"], ["mpiexec", "p", *sorted(names - {"p"})])
     if "{p}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
         raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
 
@@ -252,6 +264,10 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     """Check an app's parameters (names, values); returns (app, parameters with p, value specs)."""
     parameters = dict(parameters)
     specs: dict[str, ParamSpec] = {}
+    for key in ("time_pattern", "patterns", "timings_json") if "name" in app else ("args",):
+        if key in app:
+            raise ConfigError(source, f"{prefix}app.{key}", f"{app[key]!r}: only for your own app (command)"
+                              if key != "args" else f"{app[key]!r}: only for a built-in app; put options into command")
     if "name" in app:
         specs = dict(BUILTIN_APPS[app["name"]].params)
         for name in parameters:
@@ -275,10 +291,86 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
         if problem:
             raise ConfigError(source, f"{prefix}app.profile", problem)
     if "command" in app:
+        _check_template(source, f"{prefix}app.command", app["command"], [*parameters, "launcher"])
         for name in parameters:
             if name != procs and "{" + name + "}" not in app["command"]:
                 raise ConfigError(source, f"{prefix}app.command", f"parameter {name!r} does not appear as {{{name}}}")
+        if "timings_json" in app:
+            _check_template(source, f"{prefix}app.timings_json", app["timings_json"], list(parameters))
+        for key, pattern in [("time_pattern", app.get("time_pattern")), *(
+                (f"patterns.{k}", v) for k, v in (app.get("patterns") or {}).items())]:
+            if pattern is not None:
+                _check_regex(source, f"{prefix}app.{key}", pattern)
     return app, parameters, specs
+
+
+# A sweep larger than this is refused: planning it alone would take Snakemake minutes and gigabytes
+# (measured here: the paper's full ms2 config, 6,480 runs, plans in 10 CPU seconds with 235 MB, ~25 kB a run).
+MAX_RUNS = 100_000
+
+
+def _check_template(source: str, where: str, template: str, known: list[str]) -> None:
+    """Every {placeholder} of a str.format template must be a known name (no attribute or index)."""
+    try:
+        fields = [f for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as exc:
+        raise ConfigError(source, where, f"{template!r} is not a valid template ({exc}); write a literal"
+                                         " brace as {{ or }}") from None
+    for name in fields:
+        if name not in known:
+            raise ConfigError(source, where, f"unknown placeholder {{{name}}} in {template!r} (known: "
+                                             f"{', '.join('{' + k + '}' for k in known)}; a literal brace is {{{{ or }}}})")
+
+
+def _check_regex(source: str, where: str, pattern: str) -> None:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(source, where, f"{pattern!r} is not a valid regular expression ({exc})") from None
+    if compiled.groups < 1:
+        raise ConfigError(source, where, f"{pattern!r} has no group: put the number in parentheses, "
+                                         r"e.g. 'time: ([0-9.eE+-]+)'")
+
+
+def _check_size(source: str, data: dict[str, Any]) -> None:
+    """Refuse a grid too large to plan, before any configuration is built."""
+    total, biggest = 0, ("", 0)
+    for sname, sdef in data["studies"].items():
+        n = math.prod(len(v) for v in (sdef.get("vary") or {}).values()) if sdef.get("vary") else 0
+        n *= sdef.get("repetitions", data["repetitions"])
+        total += n
+        biggest = max(biggest, (sname, n), key=lambda t: t[1])
+    if total > MAX_RUNS:
+        raise ConfigError(source, f"studies.{biggest[0]}", f"the sweep plans {total:,} runs ({biggest[1]:,} in "
+                          f"this study), more than the {MAX_RUNS:,} one workflow may plan (Snakemake would need roughly "
+                          f"{total * 25 / 2**20:.1f} GiB and {total / 6480 * 10 / 60:.0f} CPU minutes to plan them); use fewer "
+                          f"values or split the config")
+
+
+def _check_paths(source: str, data: dict[str, Any]) -> None:
+    """The results directory is a directory of its own; files the app writes stay inside the working
+    directory or the results directory (the runner reads them)."""
+    cwd = Path.cwd().resolve()
+    results = data["results"]
+    if not results.strip():
+        raise ConfigError(source, "results", "empty: give a directory for everything the pipeline writes, e.g. results")
+    res = Path(results).expanduser().resolve()
+    if res == cwd or res in cwd.parents:
+        raise ConfigError(source, "results", f"{results!r} is the working directory or above it; give a "
+                                             "directory of its own, e.g. results")
+    if res.exists() and not res.is_dir():
+        raise ConfigError(source, "results", f"{results!r} exists and is not a directory")
+    apps = [("app", data["app"])] + [(f"studies.{n}.app", d["app"]) for n, d in data["studies"].items()
+                                     if isinstance(d, dict) and "app" in d]
+    for where, app in apps:
+        template = app.get("timings_json")
+        if template is None:
+            continue
+        example = Path(re.sub(r"\{[^{}]*\}", "1", template)).expanduser()
+        path = (cwd / example).resolve()
+        if not (path.is_relative_to(cwd) or path.is_relative_to(res)):
+            raise ConfigError(source, f"{where}.timings_json", f"{template!r} is outside the working directory "
+                                                               f"and the results directory {results!r}")
 
 
 def _safe_name(name: str) -> bool:
@@ -288,13 +380,49 @@ def _safe_name(name: str) -> bool:
 def load_config_file(path: str | Path) -> SweepConfig:
     """Read a YAML config file and validate it; every problem is a one-line ConfigError."""
     source = str(path)
+    if not source.strip():
+        raise ConfigError(repr(source), "", "empty path: give a config file, e.g. config/config.yaml")
     try:
-        with open(path) as fh:
-            data = yaml.safe_load(fh)
+        raw = Path(path).read_bytes()
+        text = raw.decode("utf-8")
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise ConfigError(source, "", "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(source, "", "is a directory, not a config file (give e.g. config/config.yaml)") from None
+    except OSError as exc:
+        raise ConfigError(source, "", f"cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise ConfigError(source, f"line {line}", f"not UTF-8 text (byte {raw[exc.start]:#x}); save the file as UTF-8") from None
+    except DuplicateKey as exc:
+        raise ConfigError(source, f"line {exc.line}", f"key {exc.key!r} appears twice in the same mapping "
+                                                      "(the first one would be lost)") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         raise ConfigError(source, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
     return load_config(data, source)
+
+
+class DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: Any, line: int) -> None:
+        super().__init__(f"duplicate key {key!r} at line {line}")
+        self.key, self.line = key, line
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key that appears twice in one mapping is an error, not a silent loss."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hashable = key in seen
+            except TypeError:
+                continue
+            if hashable:
+                raise DuplicateKey(key, key_node.start_mark.line + 1)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)

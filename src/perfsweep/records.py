@@ -30,10 +30,14 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from perfsweep.errors import UserError
 
 RUN_SCHEMA = "perfsweep.run/1"
 
@@ -61,3 +65,102 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
     with open(path) as fh:
         return json.load(fh)
+
+
+STATUSES = ("ok", "failed", "timeout")
+
+
+class DamagedRecord(UserError):
+    """A run record that cannot be used: unreadable, incomplete, or not the run its path names."""
+
+
+def check_record(path: str | os.PathLike[str], study: str | None = None, config_id: str | None = None,
+                 repetition: int | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Read a record and check it; returns it, or raises DamagedRecord with one line naming the file.
+
+    Checked: readable UTF-8 JSON of this schema with its fields; an ``ok`` run has a finite time >= 0;
+    and, where given, the study, configuration, repetition and parameter values its path stands for.
+    """
+    def bad(what: str) -> DamagedRecord:
+        return DamagedRecord(f"{path}: {what}")
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise bad(f"cannot be read ({exc.strerror})") from None
+    if not data.strip():
+        raise bad("empty")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise bad(f"not UTF-8 (byte {data[exc.start]:#x} at offset {exc.start})") from None
+    try:
+        rec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise bad(f"not valid JSON, truncated? ({exc.msg}, line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(rec, dict):
+        raise bad(f"not a JSON object but {type(rec).__name__}")
+    if rec.get("schema") != RUN_SCHEMA:
+        raise bad(f"schema: {rec.get('schema')!r}, expected {RUN_SCHEMA!r}")
+    for key, kind in (("run_id", str), ("study", str), ("config_id", str), ("repetition", int),
+                      ("parameters", dict), ("status", str)):
+        if key not in rec:
+            raise bad(f"{key}: missing")
+        if not isinstance(rec[key], kind) or isinstance(rec[key], bool):
+            raise bad(f"{key}: {rec[key]!r} is not a {kind.__name__}")
+    if rec["status"] not in STATUSES:
+        raise bad(f"status: {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    t = rec.get("time")
+    if rec["status"] == "ok":
+        if isinstance(t, bool) or not isinstance(t, (int, float)):
+            raise bad(f"time: {t!r} is not a number (status ok)")
+        if not math.isfinite(t) or t < 0:
+            raise bad(f"time: {t!r} is not a finite number >= 0")
+    expected = {"study": study, "config_id": config_id, "repetition": repetition}
+    for key, want in expected.items():
+        if want is not None and rec[key] != want:
+            raise bad(f"{key}: {rec[key]!r} does not match its path ({want!r})")
+    if params:
+        from perfsweep.config import format_value  # only here: the runner does not need the config machinery
+    for name, want in (params or {}).items():
+        have = rec["parameters"].get(name)
+        if have is None or format_value(have) != format_value(want):
+            raise bad(f"parameters.{name}: {have!r} does not match its configuration ({format_value(want)})")
+    return rec
+
+
+def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], stamp: str) -> Path:
+    """Move a damaged file under ``<results>/quarantine/<stamp>/`` (same relative path); never deletes."""
+    path, results = Path(path), Path(results)
+    try:
+        rel = path.resolve().relative_to(results.resolve())
+    except ValueError:
+        rel = Path(path.name)
+    target = results / "quarantine" / stamp / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while target.exists():
+        target = target.with_name(f"{target.name}.{n}")
+        n += 1
+    os.replace(path, target)
+    return target
+
+
+def path_fields(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a record's path ``.../runs/<study>/<config_id>/rep<k>.json`` says about it (for check_record);
+    empty where the path does not have that form."""
+    path = Path(path)
+    m = re.fullmatch(r"rep(\d+)\.json", path.name)
+    if not m or len(path.parts) < 4 or path.parts[-4] != "runs":
+        return {}
+    params: dict[str, str] = {}
+    pending = ""
+    for token in path.parent.name.split("_"):  # n=1_m=2; a parameter name may itself contain '_'
+        if "=" not in token:
+            pending += token + "_"
+            continue
+        name, value = token.split("=", 1)
+        params[pending + name] = value
+        pending = ""
+    return {"study": path.parts[-3], "config_id": path.parent.name, "repetition": int(m.group(1)),
+            "params": params}

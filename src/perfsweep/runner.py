@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import re
 import shlex
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsweep import __version__
 from perfsweep.apps import scorep
+from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.records import RUN_SCHEMA, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -140,18 +142,18 @@ def _now() -> str:
 def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, str, float]:
     """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out, err, time.perf_counter() - t0
+        return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        return None, out, err, time.perf_counter() - t0
+        return None, _decode(out), _decode(err), time.perf_counter() - t0
     except BaseException:
         # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
         try:
@@ -159,6 +161,18 @@ def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, s
         except ProcessLookupError:
             pass
         raise
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _stat_key(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
@@ -171,8 +185,9 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
             report_path = str(Path(tmp) / "report.json")
             command += ["--report", report_path]
-        elif report_path and os.path.exists(report_path):
-            os.unlink(report_path)  # a stale timings file of an earlier run must not pass for this one's
+        # a stale timings file of an earlier run must not pass for this one's; it is not deleted (it may
+        # be anywhere the config allows), the run must rewrite it
+        stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
         record: dict[str, Any] = {
             "schema": RUN_SCHEMA,
             "run_id": spec.run_id,
@@ -202,18 +217,28 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                       stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
         status, error = "ok", None
         if rc is None:
-            status, error = "timeout", f"killed after the timeout of {spec.timeout:g} s"
+            status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s; last lines: "
+                                        f"{last_lines(out + chr(10) + err, 3)}")
         elif rc != 0:
-            last = (err.strip().splitlines() or ["(no stderr)"])[-1]
-            status, error = "failed", f"exit code {rc}: {last[:300]}"
+            how = f"exit code {rc}"
+            if rc < 0:
+                try:
+                    how = f"killed by signal {-rc} ({signal.Signals(-rc).name})"
+                except ValueError:
+                    how = f"killed by signal {-rc}"
+            status, error = "failed", f"{how}: {last_lines(err.strip() or out, 3)}"
         else:
             try:
+                if stale is not None and _stat_key(report_path) == stale:
+                    raise ValueError(f"timings file {report_path} was not rewritten by this run")
                 _read_results(spec, record, out, report_path, wall)
                 scorep.add_profile(record, spec.profile, started)
-            except (OSError, ValueError, KeyError) as exc:
+            except (OSError, ValueError, KeyError, TypeError, IndexError, re.error) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
         record["status"], record["error"] = status, error
-        record.setdefault("time", wall if status == "ok" else None)
+        if status != "ok":
+            record["time"] = None
+        record.setdefault("time", wall)
 
     archive = _archive(spec, attempt, record)
     if status != "ok" and raise_on_failure:
@@ -243,28 +268,25 @@ def _raise_interrupted(signum, frame):
 
 def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_path: str | None,
                   wall: float) -> None:
-    metrics: dict[str, float] = {}
-    for name, pattern in spec.patterns.items():
-        match = re.search(pattern, stdout, re.MULTILINE)
-        if not match:
-            raise ValueError(f"pattern {name!r} ({pattern}) not found on stdout")
-        metrics[name] = float(match.group(1))
-    record["metrics"] = metrics
+    found = extract_metrics(stdout, {"time_pattern": spec.time_pattern, "patterns": spec.patterns})
+    record["metrics"] = found["metrics"]
     record["time"] = wall
     if report_path:
-        with open(report_path) as fh:
+        with open(report_path, encoding="utf-8", errors="replace") as fh:
             report = json.load(fh)
+        if not isinstance(report, dict) or not isinstance(report.get("ranks"), list) or not report["ranks"]:
+            raise ValueError(f"timings file {report_path}: no list of ranks")
         record["ranks"] = report["ranks"]
         record["mpi"] = report.get("mpi")
         record["hosts"] = report.get("hosts")
         if report.get("extra"):
             record["app_extra"] = report["extra"]
-        record["time"] = float(report.get("time", max(r["total"] for r in report["ranks"])))
-    if spec.time_pattern:
-        match = re.search(spec.time_pattern, stdout, re.MULTILINE)
-        if not match:
-            raise ValueError(f"time_pattern ({spec.time_pattern}) not found on stdout")
-        record["time"] = float(match.group(1))
+        t = report.get("time", max(r["total"] for r in report["ranks"]))
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise ValueError(f"timings file {report_path}: time {t!r} is not a finite number >= 0")
+        record["time"] = float(t)
+    if found["time"] is not None:
+        record["time"] = found["time"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -291,6 +313,14 @@ def main(argv: list[str] | None = None) -> int:
     for text, output in zip(args.spec, args.output):
         spec = RunSpec.from_json(text)
         try:
+            lock = _lock_output(output)
+        except Interrupted as exc:
+            return 128 + exc.signum
+        try:
+            if _finished_elsewhere(output):
+                print(f"perfsweep: {spec.run_id}: measured by a runner of an interrupted sweep; kept",
+                      file=sys.stderr)
+                continue
             record = execute(spec, output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
         except RunFailed as exc:
             print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
@@ -299,9 +329,39 @@ def main(argv: list[str] | None = None) -> int:
         except Interrupted as exc:
             print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
             return 128 + exc.signum
+        finally:
+            _release(lock)
         if record["status"] != "ok":
             print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
     return 1 if retry else 0
+
+
+def _lock_output(output: str) -> int:
+    """Hold the record's lock while measuring it: a restarted sweep then waits for a run that its
+    killed predecessor left in flight instead of measuring it twice (perfsweep.recovery)."""
+    from perfsweep.recovery import hold_lock, record_lock_path
+
+    return hold_lock(record_lock_path(output), wait=True)
+
+
+def _release(fd: int) -> None:
+    from perfsweep.recovery import release_lock
+
+    release_lock(fd)
+
+
+def _finished_elsewhere(output: str) -> bool:
+    """Snakemake removes a job's output before it starts it; a valid record here was written since,
+    by the runner of an interrupted sweep that was still in flight."""
+    from perfsweep.records import DamagedRecord, check_record
+
+    if not os.path.exists(output):
+        return False
+    try:
+        check_record(output)
+    except DamagedRecord:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -19,12 +19,17 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from perfsweep.records import read_record
+from perfsweep.errors import UserError
+from perfsweep.records import check_record
 
 RANK_PHASES = ["init", "compute", "io", "comm", "other", "total"]
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
+
+
+class NoSuccessfulRun(UserError):
+    """Every run of a study failed: there are no measurements to aggregate or model."""
 
 
 def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -33,7 +38,7 @@ def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
     ranks: list[dict[str, Any]] = []
     regions: list[dict[str, Any]] = []
     for path in paths:
-        rec = read_record(path)
+        rec = check_record(path)  # a damaged record: one line naming the file (DamagedRecord)
         key = {k: rec[k] for k in ("run_id", "study", "config_id", "repetition")}
         params = rec["parameters"]
         slurm = rec.get("slurm") or {}
@@ -117,6 +122,12 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
     with ``flagged`` set.
     """
+    if runs.empty or not (runs["status"] == "ok").any():
+        study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"
+        errors = runs["error"].dropna().astype(str) if "error" in runs else pd.Series(dtype=str)
+        example = f"; e.g. {runs['run_id'].iloc[0]}: {errors.iloc[0]}" if len(errors) else ""
+        raise NoSuccessfulRun(f"study {study}: no successful run ({len(runs)} of {len(runs)} failed{example});"
+                              f" nothing to aggregate, see results/runs/{study}/ and the failure records")
     flagged = dict(zip(variability["config_id"], variability["flagged"]))
     n_runs = dict(zip(variability["config_id"], variability["n_runs"]))
     keep = [c for c in flagged if not (policy == "drop" and flagged[c])]

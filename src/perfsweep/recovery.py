@@ -1,0 +1,186 @@
+"""Restart after any interruption, and repair of damaged records, before Snakemake plans a sweep.
+
+Called by the workflow while it is parsed (``workflow/rules/run.smk``), in the main Snakemake process
+only, so that the same command that was interrupted completes the sweep, with no flag::
+
+    from perfsweep import recovery
+    # expected: [(record path, {study, config_id, repetition, params}), ...] for every run of the sweep
+    recovery.prepare(expected, "results", dry_run=recovery.dry_run_requested(sys.argv[1:]))
+    # = if acquire_workdir_lock(): clear_stale_state(...) (stale locks, incomplete markers), then
+    #   repair_records(...) (damaged records named and set aside)
+
+Why this is safe: every Snakemake that runs this workflow in a directory holds an exclusive ``flock``
+on ``.snakemake/perfsweep.lock`` while it lives (the kernel drops it when the process dies, also on
+SIGKILL). Whoever gets it knows that no other such Snakemake is alive there, so Snakemake's own
+locks are stale. A run record is written atomically by the runner (temp file + rename) and the runner
+holds a lock on ``.rep<k>.json.lock`` beside it while it runs, so an "incomplete" marker on a record
+says nothing about the record: a run still in flight (its Snakemake was killed, the runner was not)
+is waited for, a record that exists and passes :func:`perfsweep.records.check_record` is complete, and
+a missing one is simply run. Incomplete derived outputs (tables, figures) inside the results
+directory are removed, as ``--rerun-incomplete`` would; nothing outside it is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import fcntl
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from perfsweep.records import DamagedRecord, check_record, set_aside
+
+_HELD: list[int] = []  # file descriptors of locks held for the life of this process
+
+
+def record_lock_path(record: str | os.PathLike[str]) -> Path:
+    """The lock a runner holds while it produces ``record`` (a hidden file beside it)."""
+    record = Path(record)
+    return record.with_name(f".{record.name}.lock")
+
+
+def hold_lock(path: str | os.PathLike[str], wait: bool) -> int | None:
+    """Take an exclusive flock on ``path``; returns its fd, or None if it is held elsewhere (no wait)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def release_lock(fd: int) -> None:
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+def acquire_workdir_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
+    """True if no other Snakemake of this workflow is alive in this directory (the lock is then held
+    until this process ends)."""
+    if _HELD:
+        return True
+    fd = hold_lock(Path(state_dir) / "perfsweep.lock", wait=False)
+    if fd is None:
+        return False
+    _HELD.append(fd)
+    return True
+
+
+def _marker_keys(incomplete_dir: Path) -> dict[str, Path]:
+    """Snakemake's incomplete markers: {output path as in the rule: marker file}."""
+    keys = {}
+    if not incomplete_dir.is_dir():
+        return keys
+    for root, _, files in os.walk(incomplete_dir):
+        for name in files:
+            marker = Path(root) / name
+            parts = marker.relative_to(incomplete_dir).parts
+            if parts and parts[0] == "migration_underway":
+                continue
+            encoded = "".join(part.lstrip("@") for part in parts)
+            try:
+                keys[base64.urlsafe_b64decode(encoded.encode()).decode()] = marker
+            except (ValueError, UnicodeDecodeError):
+                continue
+    return keys
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def clear_stale_state(state_dir: str | os.PathLike[str], results: str | os.PathLike[str],
+                      log=print) -> dict[str, int]:
+    """Remove Snakemake's stale locks and make its incomplete markers harmless (call only with the
+    workdir lock held). Returns counts of what was done."""
+    state, results = Path(state_dir), Path(results)
+    done = {"locks": 0, "waited": 0, "records_kept": 0, "derived_removed": 0}
+    locks = state / "locks"
+    if locks.is_dir():
+        for lock in locks.glob("*.lock"):
+            lock.unlink(missing_ok=True)
+            done["locks"] += 1
+        if done["locks"]:
+            log(f"perfsweep: removed {done['locks']} stale Snakemake lock(s) of an interrupted run")
+    runs = results / "runs"
+    for key, marker in _marker_keys(state / "incomplete").items():
+        path = Path(key)
+        if _inside(path, runs) and path.name.endswith(".json"):
+            # a runner of the interrupted Snakemake may still be measuring: let it finish its record
+            fd = hold_lock(record_lock_path(path), wait=False)
+            if fd is None:
+                log(f"perfsweep: {path}: waiting for the run still in flight from the interrupted sweep")
+                fd = hold_lock(record_lock_path(path), wait=True)
+                done["waited"] += 1
+            release_lock(fd)
+            if path.exists():
+                done["records_kept"] += 1  # written atomically: complete (checked by repair_records)
+            marker.unlink(missing_ok=True)
+        elif _inside(path, results) and not _inside(path, runs):
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+                done["derived_removed"] += 1
+            marker.unlink(missing_ok=True)
+    if done["records_kept"] or done["derived_removed"]:
+        log(f"perfsweep: after an interruption: {done['records_kept']} finished run record(s) kept,"
+            f" {done['derived_removed']} incomplete derived file(s) removed to be rebuilt")
+    return done
+
+
+def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str | os.PathLike[str],
+                   dry_run: bool = False, log=print) -> list[str]:
+    """Check every existing record; move damaged ones under ``<results>/quarantine/<time>/`` so that
+    their runs are measured again. ``expected`` gives (record path, fields its path stands for:
+    study, config_id, repetition, params). Returns one line per damaged record."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    lines = []
+    for path, fields in expected:
+        if not os.path.lexists(path):
+            continue
+        try:
+            check_record(path, **fields)
+        except DamagedRecord as exc:
+            if dry_run:
+                line = f"perfsweep: damaged record {exc}; would be set aside and measured again"
+            else:
+                target = set_aside(path, results, stamp)
+                line = f"perfsweep: damaged record {exc}; moved to {target}, measured again"
+            lines.append(line)
+            log(line)
+    return lines
+
+
+def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir: str = ".snakemake",
+            dry_run: bool = False) -> None:
+    """What the workflow calls while it is parsed in the main Snakemake process."""
+    def log(line: str) -> None:
+        sys.stderr.write(line + "\n")
+
+    if not acquire_workdir_lock(state_dir):
+        return  # another Snakemake of this workflow is alive here: its state is not stale
+    if not dry_run:
+        clear_stale_state(state_dir, results, log=log)
+    repair_records(expected, results, dry_run=dry_run, log=log)
+
+
+def dry_run_requested(argv: list[str]) -> bool:
+    """Whether this Snakemake was asked for a dry run (``-n``) or to touch outputs: then nothing is
+    moved. Snakemake only knows it after parsing the workflow, so its own argument parser is asked."""
+    try:
+        from snakemake.cli import get_argument_parser
+
+        args, _ = get_argument_parser().parse_known_args(argv)
+        return bool(getattr(args, "dryrun", False) or getattr(args, "touch", False))
+    except (Exception, SystemExit):
+        return any(a in ("-n", "--dry-run", "--dryrun", "-t", "--touch") for a in argv)

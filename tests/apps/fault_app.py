@@ -1,0 +1,42 @@
+"""A stand-in external app that misbehaves on purpose, chosen by its parameter n (tests/test_faults.py).
+
+    python fault_app.py N STATE_DIR [SLEEP]
+
+prints ``time: <0.01 N>`` and exits 0, except for these n:
+  3 crash (exit 3, message on stderr)   5 SIGSEGV           7 hangs (with a child) past any timeout
+  11 non-UTF-8 bytes, then a valid time  13 non-UTF-8 garbage and no number   17 prints nothing
+  19 flaky: the first call for n=19 fails, later calls succeed
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+n, state = int(float(sys.argv[1])), sys.argv[2]
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)
+out = sys.stdout.buffer
+if n == 3:
+    print("fault_app: simulated crash", file=sys.stderr)
+    sys.exit(3)
+if n == 5:
+    os.kill(os.getpid(), signal.SIGSEGV)
+if n == 7:
+    # a grandchild too: the runner must take the whole process tree down at the timeout
+    subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(120) # fault-child {state}"])
+    time.sleep(120)
+if n == 11:
+    out.write(b"\xff\xfe\xfd binary noise \x80\x81\n")
+if n == 13:
+    out.write(b"\xff\xfe noise\ntime: \xc3\x28 garbage\n")
+    sys.exit(0)
+if n == 17:
+    sys.exit(0)
+if n == 19:
+    try:
+        os.close(os.open(os.path.join(state, "flaky-19"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        sys.exit("fault_app: flaky failure (first call)")
+    except FileExistsError:
+        pass
+out.write(f"time: {0.01 * n:.4f}\n".encode())

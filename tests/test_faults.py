@@ -1,0 +1,242 @@
+"""Nothing lost, nothing leaked (issue 13), with the real Snakemake and a stand-in external app that
+misbehaves on purpose (tests/apps/fault_app.py): faults, a study in which every run fails, SIGKILL of
+the whole process group or of Snakemake alone mid-sweep, and damaged records."""
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from perfsweep.records import check_record
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+APP = REPO / "tests" / "apps" / "fault_app.py"
+PERFSWEEP = Path(sys.executable).with_name("perfsweep")
+
+
+def write_config(path, results, state, *, ns, k, sleep=0.0, retries=0, timeout=600, extra_studies=None):
+    cfg = {
+        "app": {"command": f"{sys.executable} {APP} {{n}} {state} {sleep}", "time_pattern": r"^time: (\S+)"},
+        "parameters": {"n": 1},
+        "studies": {"faults": {"vary": {"n": list(ns)}}, **(extra_studies or {})},
+        "repetitions": k,
+        "retries": retries,
+        "timeout": timeout,
+        "results": str(results),
+    }
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+def run_command(cfg, *targets):
+    """``perfsweep run CONFIG --cores 2 --no-report [-- TARGETS]``: the command a user types."""
+    return [str(PERFSWEEP), "run", str(cfg), "--cores", "2", "--no-report", *(["--", *targets] if targets else [])]
+
+
+def perfsweep_run(cfg, cwd, *targets):
+    return subprocess.run(run_command(cfg, *targets), cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def leftover_processes(marker):
+    """Processes whose command line mentions ``marker`` (a test's unique state directory)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(marker) in cmd:
+            found.append((int(pid), cmd))
+    return found
+
+
+def archived(results):
+    """{run id: [archived attempts]} over results/archive."""
+    out = {}
+    for path in (results / "archive").rglob("*.json"):
+        rec = json.loads(path.read_text())
+        out.setdefault(rec["run_id"], []).append(rec)
+    return out
+
+
+def records(results):
+    return {p: check_record(p) for p in sorted((results / "runs").rglob("rep*.json"))}
+
+
+def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    results = tmp_path / "results"
+    broken = {"broken": {"app": {"command": f"{sys.executable} -c 'import sys; sys.exit(\"no license {{n}}\")'"},
+                         "parameters": {"n": 1}, "vary": {"n": [1, 2]}, "repetitions": 1}}
+    cfg = tmp_path / "c.yaml"
+    # 25 configurations x k=2 = 50 runs; 5 n fail (20 % of the runs), 2 more print non-UTF-8 bytes or
+    # fail once (flaky); 1 retry; hangs are killed after 3 s
+    write_config(cfg, results, state, ns=range(1, 26), k=2, retries=1, timeout=3, extra_studies=broken)
+    proc = perfsweep_run(cfg, tmp_path)
+    console = proc.stdout + proc.stderr
+    assert "Traceback" not in console and "KeyError" not in console, console[-5000:]
+    # the study in which every run failed says so in one line; the others finish (keep-going)
+    assert proc.returncode != 0
+    assert re.search(r"perfsweep: study broken: no successful run \(2 of 2 failed; e\.g\. broken/n=1/rep0: "
+                     r"exit code 1: no license 1\)", console), console[-5000:]
+
+    recs = {r["run_id"]: r for r in records(results).values()}
+    assert len(recs) == 52  # every run of both studies has its record
+    by_n = {}
+    for r in recs.values():
+        if r["study"] == "faults":
+            by_n.setdefault(r["parameters"]["n"], []).append(r)
+    expect_failed = {3: "exit code 3: fault_app: simulated crash", 5: "killed by signal 11 (SIGSEGV)",
+                     7: "killed after the timeout of 3 s", 13: "not a number", 17: "not found on stdout"}
+    for n, recs_n in by_n.items():
+        for r in recs_n:
+            if n in expect_failed:
+                assert r["status"] in ("failed", "timeout") and expect_failed[n] in r["error"], r
+                assert r["time"] is None and r["attempt"] == 2  # retried once, as configured
+            else:
+                assert r["status"] == "ok" and r["time"] == pytest.approx(0.01 * n), r
+    assert by_n[7][0]["status"] == "timeout"
+    assert "last lines: (no output)" in by_n[17][0]["error"]
+    assert "\ufffd" in by_n[11][0]["stdout_tail"] and by_n[11][0]["status"] == "ok"  # non-UTF-8 survives
+    assert "garbage" in by_n[13][0]["error"]  # the failure quotes what the app printed
+
+    # retries as configured: a failing run was attempted twice, the flaky n=19 once more than needed
+    att = archived(results)
+    for n in expect_failed:
+        for k in range(2):
+            assert sorted(a["attempt"] for a in att[f"faults/n={n}/rep{k}"]) == [1, 2]
+    assert sum(len(att[f"faults/n=19/rep{k}"]) for k in range(2)) == 3
+    for n in set(range(1, 26)) - set(expect_failed) - {19}:
+        assert all(len(att[f"faults/n={n}/rep{k}"]) == 1 for k in range(2))
+
+    # tables count the failures; the models use the 20 surviving configurations
+    var = pd.read_csv(results / "tables" / "faults" / "variability.csv")
+    assert int(var["n_failed"].sum()) == 10 and int(var["n_ok"].sum()) == 40
+    med = pd.read_csv(results / "tables" / "faults" / "medians.csv")
+    assert sorted(med["n"]) == sorted(set(range(1, 26)) - set(expect_failed))
+    models = pd.read_csv(results / "models" / "faults" / "models.csv")
+    main = models[(models["region"] == "all") & (models["metric"] == "time")].iloc[0]
+    pred = pd.read_csv(results / "models" / "faults" / "predictions.csv")
+    assert len(pred[(pred["region"] == "all") & (pred["metric"] == "time")]) == 20
+    assert main["adj_r2"] > 0.999, main
+    assert "perfsweep: study faults measured: 40/50 runs ok, 10 failed" in console
+    # no process left behind (the hang and its grandchild were killed with their process group)
+    assert leftover_processes(state) == []
+
+
+def _wait_for_records(results, n, timeout=240):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        if len(list((results / "runs").rglob("rep*.json"))) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"fewer than {n} records after {timeout} s")
+
+
+def _snapshot(results):
+    return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (results / "runs").rglob("rep*.json")}
+
+
+@pytest.mark.parametrize("victim, sig", [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
+                                         ("snakemake alone", signal.SIGINT)])
+def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim, sig):
+    state = tmp_path / "state"
+    state.mkdir()
+    results = tmp_path / "results"
+    cfg = tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 4, 6, 8, 9], k=3, sleep=0.8)  # 18 runs of ~1 s
+    # up to the study's tables (the figures and models after them add time, not cases)
+    target = f"{results}/tables/faults/runs.csv"
+    proc = subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_records(results, 5)
+        if victim == "process group":
+            os.killpg(proc.pid, sig)
+        else:
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            (smk,) = [int(c) for c in children if "snakemake" in Path(f"/proc/{c}/cmdline").read_text()]
+            os.kill(smk, sig)  # after SIGKILL the runners it started go on (orphans)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    before = _snapshot(results)
+    assert len(before) >= 5
+    for path in before:
+        check_record(path)  # 0 corrupt records: every record there is complete
+
+    again = perfsweep_run(cfg, tmp_path, target)  # the same command
+    console = again.stdout + again.stderr
+    assert again.returncode == 0, console[-5000:]  # no --unlock, no --rerun-incomplete
+    assert "Traceback" not in console
+    if sig == signal.SIGKILL:  # Snakemake had no chance to remove its lock: it was stale, and removed
+        assert "stale Snakemake lock(s) of an interrupted run" in console, console[-3000:]
+    after = _snapshot(results)
+    assert len(after) == 18
+    assert all(after[p] == h for p, h in before.items())  # completed records untouched
+    for path in after:
+        check_record(path)
+    att = archived(results)
+    assert sorted(att) == sorted(r["run_id"] for r in map(check_record, after))
+    finished = {rid: [a for a in attempts if a["status"] != "killed"] for rid, attempts in att.items()}
+    assert all(len(a) == 1 for a in finished.values())  # 0 completed runs repeated: each measured once
+    killed = {rid for rid, attempts in att.items() if any(a["status"] == "killed" for a in attempts)}
+    assert not killed & {check_record(p)["run_id"] for p in before}  # only runs cut short were run again
+    assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == 18
+    assert leftover_processes(state) == []
+
+
+def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    results = tmp_path / "results"
+    cfg = tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2)
+    first = perfsweep_run(cfg, tmp_path)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-5000:]
+    runs = results / "runs" / "faults"
+    deleted, truncated, negative = runs / "n=1" / "rep0.json", runs / "n=2" / "rep1.json", runs / "n=4" / "rep0.json"
+    deleted.unlink()
+    text = truncated.read_text()
+    truncated.write_text(text[: len(text) // 2])
+    rec = json.loads(negative.read_text())
+    rec["time"] = -0.04
+    negative.write_text(json.dumps(rec))
+    untouched = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in runs.rglob("rep*.json")
+                 if p not in (truncated, negative)}
+    archive_before = {p: p.read_bytes() for p in (results / "archive").rglob("*.json")}
+
+    again = perfsweep_run(cfg, tmp_path)
+    console = again.stdout + again.stderr
+    assert again.returncode == 0, console[-5000:]
+    jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", again.stdout + again.stderr,
+                      re.MULTILINE)
+    assert sorted(jobs) == sorted(map(str, (deleted, truncated, negative)))  # exactly these three
+    named = [line for line in console.splitlines() if line.startswith("perfsweep: damaged record")]
+    assert len(named) == 2
+    assert any(str(truncated) in line and "not valid JSON" in line for line in named), named
+    assert any(str(negative) in line and "time: -0.04 is not a finite number >= 0" in line for line in named), named
+    # set aside, never deleted
+    aside = sorted((results / "quarantine").rglob("*.json"))
+    assert [p.read_text() for p in aside] in ([text[: len(text) // 2], json.dumps(rec)],
+                                              [json.dumps(rec), text[: len(text) // 2]])
+    # nothing else changed: the other records, the archive's earlier attempts
+    assert all((p.read_bytes(), p.stat().st_mtime_ns) == v for p, v in untouched.items())
+    assert all(p.read_bytes() == b for p, b in archive_before.items())
+    for p in runs.rglob("rep*.json"):
+        assert check_record(p)["status"] == "ok"
+    assert len(pd.read_csv(results / "tables" / "faults" / "runs.csv")) == 6

@@ -280,30 +280,76 @@ class _Fit:
 
     # step 1 -------------------------------------------------------------------------------------
     def single_parameter_choices(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per model and parameter the T best pair indices (M, q, T) and whether each is usable."""
+        """Per model and parameter the T best pair indices (M, q, T) and whether each is usable.
+
+        On a full grid each pair is fitted to the marginal means of the parameter (the others
+        averaged out). Elsewhere (grids with holes, sparse lines-plus-points layouts, random
+        points) marginal means mix different points at different values and mislead; then each
+        pair is fitted to every line of the points (the points that share the other parameters'
+        values) with its own intercept and slope per line (the other parameters as nuisance
+        factors, as in Extra-P's sparse modeler), and the residuals of all lines are pooled."""
         choice = np.zeros((self.m, self.q, self.t), int)
         usable = np.zeros((self.m, self.q, self.t), bool)
+        full = self.q == 1 or len(np.unique(self.x, axis=0)) == self.n == np.prod(
+            [len(np.unique(self.x[:, k])) for k in range(self.q)])
         for k in range(self.q):
-            u, inv = np.unique(self.x[:, k], return_inverse=True)
-            onehot = np.zeros((self.n, len(u)))
-            onehot[np.arange(self.n), inv] = 1.0
-            marg = (self.y @ onehot) / onehot.sum(axis=0)  # (M, U)
-            tv = _term_values(u, self.pairs[k])  # (P, U)
-            w = 1.0 / marg ** 2 if self.opts.weighting == "relative" else np.ones_like(marg)
-            sw = w.sum(axis=1, keepdims=True)
-            dt = tv[None] - ((w @ tv.T) / sw)[:, :, None]  # (M, P, U) centred term values
-            dy = marg - (w * marg).sum(axis=1, keepdims=True) / sw  # (M, U)
-            stt = np.einsum("mu,mpu->mp", w, dt * dt)
-            varies = stt > 1e-12 * np.einsum("mu,pu->mp", w, tv * tv)
-            slope = np.einsum("mu,mpu->mp", w * dy, dt) / np.where(varies, stt, 1.0)
-            rss = np.einsum("mu,mpu->mp", w, (dy[:, None, :] - slope[:, :, None] * dt) ** 2)
-            valid = varies & (slope > 0) if self.opts.positive else varies
+            rss, valid = self.marginal_fit(k) if full else self.line_fit(k)
             rss = np.where(valid, rss, np.inf)
             order = np.argsort(rss, axis=1, kind="stable")[:, : self.t]
             got = order.shape[1]
             choice[:, k, :got] = order
             usable[:, k, :got] = np.isfinite(np.take_along_axis(rss, order, axis=1))
         return choice, usable
+
+    def marginal_fit(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(M, P) RSS of every pair of parameter k on its marginal means, and which fits are usable."""
+        u, inv = np.unique(self.x[:, k], return_inverse=True)
+        onehot = np.zeros((self.n, len(u)))
+        onehot[np.arange(self.n), inv] = 1.0
+        marg = (self.y @ onehot) / onehot.sum(axis=0)  # (M, U)
+        tv = _term_values(u, self.pairs[k])  # (P, U)
+        w = 1.0 / marg ** 2 if self.opts.weighting == "relative" else np.ones_like(marg)
+        sw = w.sum(axis=1, keepdims=True)
+        dt = tv[None] - ((w @ tv.T) / sw)[:, :, None]  # (M, P, U) centred term values
+        dy = marg - (w * marg).sum(axis=1, keepdims=True) / sw  # (M, U)
+        stt = np.einsum("mu,mpu->mp", w, dt * dt)
+        varies = stt > 1e-12 * np.einsum("mu,pu->mp", w, tv * tv)
+        slope = np.einsum("mu,mpu->mp", w * dy, dt) / np.where(varies, stt, 1.0)
+        rss = np.einsum("mu,mpu->mp", w, (dy[:, None, :] - slope[:, :, None] * dt) ** 2)
+        return rss, (varies & (slope > 0) if self.opts.positive else varies)
+
+    def line_fit(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(M, P) pooled RSS of every pair of parameter k over the lines of the points (an intercept
+        and a slope per line), and which fits are usable (the pooled slope positive). Lines with
+        fewer than 3 points carry no information on the form; without any such line, all points
+        form one line."""
+        others = np.delete(self.x, k, axis=1)
+        _, line = np.unique(others, axis=0, return_inverse=True)
+        line = line.ravel()
+        sizes = np.bincount(line)
+        keep = sizes[line] >= 3
+        if not keep.any():
+            keep, line = np.ones(self.n, bool), np.zeros(self.n, int)
+        _, line = np.unique(line[keep], return_inverse=True)
+        member = np.zeros((int(keep.sum()), line.max() + 1))
+        member[np.arange(len(line)), line] = 1.0  # (N', G)
+        tv = self.values[k][:, keep]  # (P, N')
+        y, w = self.y[:, keep], self.w[:, keep]
+        sw = w @ member  # (M, G)
+        swy, swyy = (w * y) @ member, (w * y * y) @ member
+        swt = np.einsum("mn,pn,ng->mpg", w, tv, member)
+        swtt = np.einsum("mn,pn,ng->mpg", w, tv * tv, member)
+        swyt = np.einsum("mn,pn,ng->mpg", w * y, tv, member)
+        stt = swtt - swt ** 2 / sw[:, None]
+        sty = swyt - swt * (swy / sw)[:, None]
+        syy = swyy - swy ** 2 / sw
+        scale = swtt.sum(axis=2)
+        varies = stt > 1e-12 * np.maximum(swtt, 1e-300)
+        rss = syy[:, None] - np.where(varies, sty ** 2 / np.where(varies, stt, 1.0), 0.0)
+        rss = np.maximum(rss, 0.0).sum(axis=2)
+        any_varies = (varies.sum(axis=2) > 0) & (scale > 0)
+        valid = any_varies & (np.where(varies, sty, 0.0).sum(axis=2) > 0) if self.opts.positive else any_varies
+        return rss, valid
 
     # step 2 -------------------------------------------------------------------------------------
     def best_combinations(self, choice, usable):

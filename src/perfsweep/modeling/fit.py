@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -49,6 +49,7 @@ from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
 # RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
 _EXACT = 1e-13
+_FLOOR = 1e-9  # a term contributing less than this fraction of the largest value is not a term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
 _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
@@ -78,25 +79,78 @@ class FitOptions:
 
 
 def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> Model:
-    """Fit a PMNF model to points ``x`` (N x q) and measurements ``y`` (N, or N x repetitions)."""
-    return fit_models(x, [y], param_names, options=options)[0]
+    """Fit a PMNF model to points ``x`` (N x q) and measurements ``y`` (N, or N x repetitions; NaN
+    marks a missing repetition). Raises ModelingError for input that cannot be modelled."""
+    return _fit_all(x, [y], param_names, options, strict=True)[0]
 
 
-def fit_models(x, ys: Sequence, param_names=None, *, options: FitOptions | None = None) -> list[Model]:
+def fit_models(x, ys: Sequence, param_names=None, *, options: FitOptions | None = None) -> list[Model | None]:
     """One model per measurement set of ``ys`` (each N, or N x repetitions) on the same points ``x``:
-    the call paths and metrics of one experiment, fitted together (like Extra-P's model_all)."""
+    the call paths and metrics of one experiment, fitted together (like Extra-P's model_all).
+
+    A set that cannot be modelled (a NaN or inf value, the wrong length) gets None and a
+    ModelingWarning naming it; the others are fitted. Bad points ``x`` raise ModelingError."""
+    return _fit_all(x, ys, param_names, options, strict=False)
+
+
+class ModelingWarning(UserWarning):
+    """A measurement set of a batch that could not be modelled (the others were)."""
+
+
+def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
+    """Sets with positive values are fitted with the options' weighting, sets with zeros or negative
+    values (a difference, a count) without weights; all zeros is the model 0. Every set is scaled to
+    a largest mean of 1 first, so values of 1e-160 or 1e160 fit like values of 1."""
     opts = options or FitOptions()
     if opts.weighting not in ("relative", "none"):
         raise ModelingError(f"weighting must be 'relative' or 'none', not {opts.weighting!r}")
     x, names = _check_points(x, param_names)
-    checked = [_check_values(y, len(x)) for y in ys]
-    ybar = np.array([c.mean(axis=1) for c in checked]).reshape(len(ys), len(x))
-    noise = np.array([_noise(c, opts.weighting) for c in checked])
+    out: list[Model | None] = [None] * len(ys)
+    groups: dict[str, list[tuple[int, np.ndarray, float]]] = {}
+    for i, y in enumerate(ys):
+        try:
+            checked = _check_values(y, len(x))
+        except ModelingError as exc:
+            if strict:
+                raise
+            warnings.warn(f"measurement set {i}: {exc}", ModelingWarning, stacklevel=3)
+            continue
+        ybar = np.nanmean(checked, axis=1)
+        scale = float(np.max(np.abs(ybar)))
+        if scale == 0:
+            out[i] = _zero_model(names, x, ybar)
+            continue
+        low = np.nanmin(checked)
+        # zeros: unweighted (no relative error exists); negative values: not a cost either, so
+        # the terms may also have negative coefficients
+        kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
+        groups.setdefault(kind, []).append((i, checked / scale, scale))
     pairs = [_pairs(opts.negative_exponents or name in opts.negative_params) for name in names]
-    models: list[Model] = []
-    for start in range(0, len(ybar), _CHUNK):
-        models += _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts).models()
-    return models
+    for (weighting, positive), sets in groups.items():
+        o = replace(opts, weighting=weighting, positive=positive)
+        ybar = np.array([np.nanmean(c, axis=1) for _, c, _ in sets])
+        noise = np.array([_noise(c, weighting) for _, c, _ in sets])
+        models: list[Model] = []
+        for start in range(0, len(sets), _CHUNK):
+            models += _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, o).models()
+        for (i, _, scale), model in zip(sets, models):
+            out[i] = _rescaled(model, scale)
+    return out
+
+
+def _zero_model(names, x, ybar) -> Model:
+    model = Model(list(names), [], np.zeros(1), points=x, values=ybar, cv_score=0.0)
+    _statistics(model, ybar, np.zeros_like(ybar))
+    return model
+
+
+def _rescaled(model: Model, scale: float) -> Model:
+    """The model of scaled values back in the units of the measurements."""
+    model.coefficients = model.coefficients * scale
+    model.values = model.values * scale
+    with np.errstate(over="ignore"):
+        model.rss *= scale * scale
+    return model
 
 
 def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
@@ -121,27 +175,26 @@ def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
 
 
 def _check_values(y, n: int) -> np.ndarray:
-    """One measurement set as N x repetitions, checked."""
+    """One measurement set as N x repetitions, checked (NaN: a missing repetition)."""
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
     if y.ndim != 2 or y.shape[0] != n:
         raise ModelingError(f"Y must have one row per point of X ({n}), got shape {y.shape}")
-    if not np.all(np.isfinite(y)):
+    if np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
         raise ModelingError("measurements must be finite (NaN or inf found)")
-    if np.any(y <= 0):
-        raise ModelingError(f"measurements must be positive (got {y[y <= 0][0]:g})")
     return y
 
 
 def _noise(y: np.ndarray, weighting: str) -> float:
     """The variance of a point's mean as the repetitions show it (relative with relative weights),
     pooled over the points; NaN without repetitions."""
-    r = y.shape[1]
-    if r < 2:
+    count = np.sum(~np.isnan(y), axis=1)
+    if np.all(count < 2):
         return float("nan")
-    dev = y / y.mean(axis=1, keepdims=True) - 1.0 if weighting == "relative" else y - y.mean(axis=1, keepdims=True)
-    return float(np.sum(dev * dev) / (y.size - len(y)) / r)
+    mean = np.nanmean(y, axis=1, keepdims=True)
+    dev = y / mean - 1.0 if weighting == "relative" else y - mean
+    return float(np.nansum(dev * dev) / np.sum(count - 1) / np.mean(count))
 
 
 @lru_cache(maxsize=8)
@@ -717,8 +770,15 @@ class _Fit:
             terms = [Term(tuple(sorted(Factor(k, *self.pairs[k][p]) for tt, k, p in slots if tt == t)))
                      for t in range(nterms)]
             coef = beta[i, : nterms + 1]
+            # terms (the constant too) that change no prediction by more than the fitting floor are
+            # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
+            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]), axis=1) > _FLOOR * np.max(np.abs(y[i]))
+            keep[0] |= not keep[1:].any()
+            coef = np.where(keep, coef, 0.0)
+            terms = [t for t, k in zip(terms, keep[1:]) if k]
+            coef = np.r_[coef[0], coef[1:][keep[1:]]]
             model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
-            _statistics(model, y[i], pred[i])
+            _statistics(model, y[i], model.predict(self.x))
             out[r] = model
 
 
@@ -764,4 +824,6 @@ def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
     model.rss = rss
     model.r2 = r2
     model.adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else float("nan")
-    model.smape = float(np.mean(2 * np.abs(resid) / (np.abs(pred) + np.abs(y))) * 100)
+    denominator = np.abs(pred) + np.abs(y)
+    model.smape = float(np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1),
+                                         0.0)) * 100)

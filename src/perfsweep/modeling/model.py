@@ -37,7 +37,10 @@ class Model:
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def predict(self, x) -> np.ndarray:
-        x = np.atleast_2d(np.asarray(x, dtype=float))
+        x = np.asarray(x, dtype=float)
+        if x.ndim <= 1 and len(self.param_names) == 1:
+            x = x.reshape(-1, 1)  # predict([128, 256]) of a one-parameter model: two points
+        x = np.atleast_2d(x)
         if x.shape[1] != len(self.param_names):
             raise ValueError(f"predict: expected {len(self.param_names)} columns "
                              f"({', '.join(self.param_names)}), got {x.shape[1]}")
@@ -47,11 +50,12 @@ class Model:
         return out
 
     def __str__(self) -> str:
-        text = _num(float(self.coefficients[0]))
+        parts = [] if self.coefficients[0] == 0 and self.terms else [_num(float(self.coefficients[0]))]
         for c, t in zip(self.coefficients[1:], self.terms):
             sign = "-" if c < 0 else "+"
-            text += f" {sign} {_num(abs(float(c)))} * {t.text(self.param_names)}"
-        return text
+            parts.append(f"{sign} {_num(abs(float(c)))} * {t.text(self.param_names)}")
+        text = " ".join(parts)
+        return text[2:] if text.startswith("+ ") else "-" + text[2:] if text.startswith("- ") else text
 
     def to_latex(self) -> str:
         def num(v: float) -> str:

@@ -84,21 +84,23 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, predict
+    from perfsweep.modeling.predict import describe, form_note, load_model, predict
 
     model = load_model(args.models, args.region, args.metric)
     print(f"# {args.region}/{args.metric}: {model}")
-    print(predict(model, _values(args.values)).to_string(index=False))
+    print(f"# {form_note(model)}")
+    print("\n".join(describe(model, predict(model, _values(args.values), args.level), args.metric, args.level)))
     return 0
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import load_model, recommend
+    from perfsweep.modeling.predict import form_note, load_model, recommend
 
     model = load_model(args.models, args.region, args.metric)
     table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
-                      args.min_efficiency)
+                      args.min_efficiency, args.upper, args.level)
     print(f"# {args.region}/{args.metric}: {model}")
+    print(f"# {form_note(model)}" + (f"; time = upper bound of the {100 * args.level:g} % interval" if args.upper else ""))
     print(f"# best by {args.objective} of {len(table)} candidates:")
     print(table.head(args.top).to_string(index=False))
     return 0
@@ -112,10 +114,13 @@ def _register_modeling(sub) -> None:
         p.add_argument("values", nargs="+", help="NAME=V1,V2,... for every parameter of the model")
         p.add_argument("--region", default="all")
         p.add_argument("--metric", default="time")
+        p.add_argument("--level", type=float, default=0.9, help="of the prediction intervals (default 0.9)")
         p.set_defaults(func=func)
         if name == "recommend":
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
-            p.add_argument("--processes", default="p", help="the process-count parameter")
+            p.add_argument("--processes", default=None,
+                           help="the process-count parameter (default: the one stored with the model, else p)")
+            p.add_argument("--upper", action="store_true", help="rank by the upper bound of the time's interval")
             p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
             p.add_argument("--min-efficiency", type=float, default=None)
             p.add_argument("--top", type=int, default=5)

@@ -49,7 +49,7 @@ from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
 # RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
 _EXACT = 1e-13
-_FLOOR = 1e-9  # a term contributing less than this fraction of the largest value is not a term
+_FLOOR = 1e-9  # a term changing no value by more than this fraction (unweighted: of the largest) is not a term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
 _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
@@ -76,6 +76,8 @@ class FitOptions:
     refine_picks: int = 2  # ... each with its best candidates (terms from step 1)
     positive: bool = True  # term coefficients must be positive
     weighting: str = "relative"  # "relative" (1/y^2) or "none" (Extra-P's plain least squares)
+    bootstrap: int = 0  # resamples of the repetitions, each modelled anew (lead-term share, intervals)
+    seed: int = 0  # of the resampling (the same input gives the same intervals)
 
 
 def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> Model:
@@ -126,16 +128,60 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
         groups.setdefault(kind, []).append((i, checked / scale, scale))
     pairs = [_pairs(opts.negative_exponents or name in opts.negative_params) for name in names]
+    rng = np.random.default_rng(opts.seed)
     for (weighting, positive), sets in groups.items():
         o = replace(opts, weighting=weighting, positive=positive)
-        ybar = np.array([np.nanmean(c, axis=1) for _, c, _ in sets])
-        noise = np.array([_noise(c, weighting) for _, c, _ in sets])
+        ybar = [np.nanmean(c, axis=1) for _, c, _ in sets]
+        noise = [_noise(c, weighting) for _, c, _ in sets]
+        owner = list(range(len(sets)))  # the set each row of ybar belongs to (resamples after the sets)
+        for j, (_, c, _) in enumerate(sets):
+            if opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
+                ybar += list(_resampled_means(c, opts.bootstrap, rng))
+                noise += [noise[j]] * opts.bootstrap
+                owner += [j] * opts.bootstrap
+        ybar_all, noise_all = np.array(ybar), np.array(noise)
         models: list[Model] = []
-        for start in range(0, len(sets), _CHUNK):
-            models += _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, o).models()
-        for (i, _, scale), model in zip(sets, models):
+        for start in range(0, len(ybar_all), _CHUNK):
+            models += _Fit(x, ybar_all[start:start + _CHUNK], noise_all[start:start + _CHUNK], names, pairs, o).models()
+        owner_arr = np.array(owner)
+        for j, (i, _, scale) in enumerate(sets):
+            model = models[j]
+            model.bootstrap = [models[b] for b in np.flatnonzero(owner_arr == j) if b >= len(sets)]
+            _lead_share(model)
             out[i] = _rescaled(model, scale)
     return out
+
+
+def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
+    """(count, N) means of the repetitions of every point drawn with replacement. The deviations
+    from the point's mean are widened by sqrt(r / (r - 1)): the plain bootstrap's variance of a mean
+    of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short)."""
+    out = np.empty((count, len(y)))
+    for n, row in enumerate(y):
+        v = row[~np.isnan(row)]
+        mean = v.mean()
+        if len(v) < 2:
+            out[:, n] = mean
+            continue
+        draw = v[rng.integers(len(v), size=(count, len(v)))].mean(axis=1)
+        out[:, n] = mean + np.sqrt(len(v) / (len(v) - 1)) * (draw - mean)
+    return out
+
+
+def _lead_share(model: Model) -> None:
+    """The share of the resamples whose model has the same lead (dominant) terms, and the most
+    frequent other lead with its share (the runner-up)."""
+    if not model.bootstrap:
+        return
+    leads = [b.lead() for b in model.bootstrap]
+    counts: dict[str, int] = {}
+    for lead in leads:
+        counts[lead] = counts.get(lead, 0) + 1
+    mine = model.lead()
+    model.lead_share = counts.get(mine, 0) / len(leads)
+    others = sorted(((c, lead) for lead, c in counts.items() if lead != mine), key=lambda t: (-t[0], t[1]))
+    if others:
+        model.runner_up, model.runner_up_share = others[0][1], others[0][0] / len(leads)
 
 
 def _zero_model(names, x, ybar) -> Model:
@@ -148,6 +194,8 @@ def _rescaled(model: Model, scale: float) -> Model:
     """The model of scaled values back in the units of the measurements."""
     model.coefficients = model.coefficients * scale
     model.values = model.values * scale
+    for b in model.bootstrap:
+        b.coefficients = b.coefficients * scale
     with np.errstate(over="ignore"):
         model.rss *= scale * scale
     return model
@@ -772,7 +820,8 @@ class _Fit:
             coef = beta[i, : nterms + 1]
             # terms (the constant too) that change no prediction by more than the fitting floor are
             # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
-            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]), axis=1) > _FLOOR * np.max(np.abs(y[i]))
+            size = np.abs(y[i]) if self.opts.weighting == "relative" else np.max(np.abs(y[i]))  # as weighted
+            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]) / size, axis=1) > _FLOOR
             keep[0] |= not keep[1:].any()
             coef = np.where(keep, coef, 0.0)
             terms = [t for t, k in zip(terms, keep[1:]) if k]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.modeling.terms import Term
+from perfsweep.modeling.terms import Term, dominant_terms
 
 
 def _num(v: float) -> str:
@@ -35,6 +35,12 @@ class Model:
     cv_score: float = float("nan")
     points: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
+    # the models of resampled repetitions (FitOptions.bootstrap): how sure the form and predictions are
+    bootstrap: list["Model"] = field(default_factory=list)
+    lead_share: float = float("nan")  # share of the resamples with the same lead terms
+    runner_up: str = ""  # the most frequent other lead terms among the resamples ...
+    runner_up_share: float = float("nan")  # ... and their share
+    processes: str | None = None  # the process-count parameter, if the model has one
 
     def predict(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -48,6 +54,21 @@ class Model:
         for c, t in zip(self.coefficients[1:], self.terms):
             out += c * t.values(x)
         return out
+
+    def lead(self) -> str:
+        """The dominant terms (those no other term outgrows) as text: the model's form."""
+        lead = sorted(t.text(self.param_names) for t in dominant_terms(self.terms))
+        return " + ".join(lead) if lead else "constant"
+
+    def interval(self, x, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """The central ``level`` interval of the resampled models' predictions at ``x`` (the
+        uncertainty of the expected value, the choice of the form included); NaN without resamples."""
+        if not self.bootstrap:
+            nan = np.full(len(self.predict(x)), np.nan)
+            return nan, nan.copy()
+        preds = np.array([b.predict(x) for b in self.bootstrap])
+        tail = 50 * (1 - level)
+        return np.percentile(preds, tail, axis=0), np.percentile(preds, 100 - tail, axis=0)
 
     def __str__(self) -> str:
         parts = [] if self.coefficients[0] == 0 and self.terms else [_num(float(self.coefficients[0]))]
@@ -82,6 +103,11 @@ class Model:
             "cv_score": self.cv_score,
             "points": np.asarray(self.points).tolist(),
             "values": np.asarray(self.values).tolist(),
+            "lead": self.lead(), "lead_share": self.lead_share,
+            "runner_up": self.runner_up, "runner_up_share": self.runner_up_share,
+            "processes": self.processes,
+            "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
+                          for b in self.bootstrap],
         }
 
     @classmethod
@@ -94,4 +120,8 @@ class Model:
             smape=d.get("smape", float("nan")), rss=d.get("rss", float("nan")),
             cv_score=d.get("cv_score", float("nan")),
             points=np.asarray(d.get("points", []), dtype=float), values=np.asarray(d.get("values", []), dtype=float),
+            bootstrap=[cls(list(d["param_names"]), [Term.from_list(t) for t in b["terms"]],
+                           np.asarray(b["coefficients"], dtype=float)) for b in d.get("bootstrap", [])],
+            lead_share=d.get("lead_share", float("nan")), runner_up=d.get("runner_up", ""),
+            runner_up_share=d.get("runner_up_share", float("nan")), processes=d.get("processes"),
         )

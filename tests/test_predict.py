@@ -82,7 +82,7 @@ def test_predict_prints_intervals_and_form(noisy_models_json):
     line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %\)", out[2])
     assert line, out[2]
     t, low, high = map(float, line.groups())
-    assert low < t < high and low < 0.5 + 2e-3 * 8000 / 4 < high
+    assert low < t < high  # (that intervals cover the truth: test_model_uncertainty.py)
 
 
 def test_recommend_upper_bound_and_stored_processes(noisy_models_json):

@@ -264,3 +264,16 @@ def test_predict_one_parameter_model_at_several_values():
     m = fit_model(X5, 3 + 2 * X5, ["x"])
     np.testing.assert_allclose(m.predict([128, 256]), [259, 515])
     np.testing.assert_allclose(m.predict(128), [259])
+
+
+def test_no_constant_under_rising_real_data():
+    """IntelMPI MPI_Barrier max (Extra-P's example data) rises from 478 to 6448 with large scatter:
+    relative weights alone chose the constant 441 (adjusted R^2 -0.84)."""
+    import pandas as pd
+
+    from perfsweep.config import REPO_ROOT
+
+    mpi = pd.read_csv(REPO_ROOT / "resources" / "reference-data" / "extrap" / "mpi_collectives_1p.csv")
+    sel = mpi[(mpi["mpi"] == "IntelMPI") & (mpi["variable"] == "MPI_Barrier")].sort_values("Ranks")
+    m = fit_model(sel["Ranks"].to_numpy(float), sel["max"].to_numpy(float), ["Ranks"])
+    assert m.terms and m.adj_r2 > 0.8

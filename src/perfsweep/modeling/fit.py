@@ -50,6 +50,7 @@ from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 # RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
 _EXACT = 1e-13
 _FLOOR = 1e-9  # a term changing no value by more than this fraction (unweighted: of the largest) is not a term
+_R2_SLACK = 0.01  # a model within the noise may explain this much less variance than a single term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
 _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
@@ -827,6 +828,50 @@ class _Fit:
             terms = [t for t, k in zip(terms, keep[1:]) if k]
             coef = np.r_[coef[0], coef[1:][keep[1:]]]
             model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
+            _statistics(model, y[i], model.predict(self.x))
+            out[r] = model
+        self.plausible(en, out)
+
+    def single_terms(self) -> tuple[np.ndarray, list[tuple[Factor, ...]]]:
+        """Every term of one or two factors (a pair of one parameter, or the product of pairs of two):
+        their values (T, N) and factors."""
+        values, factors = [], []
+        for k in range(self.q):
+            values.append(self.values[k])
+            factors += [(Factor(k, *pair),) for pair in self.pairs[k]]
+        for k, l in itertools.combinations(range(self.q), 2):
+            values.append((self.values[k][:, None, :] * self.values[l][None, :, :]).reshape(-1, self.n))
+            factors += [(Factor(k, *a), Factor(l, *b)) for a in self.pairs[k] for b in self.pairs[l]]
+        return np.concatenate(values), factors
+
+    def plausible(self, en: "_Entries", out: list) -> None:
+        """Where a chosen model neither fits within the noise the repetitions show nor explains as
+        much of the variance (adjusted R^2) as the best model with a single term of one or two
+        factors (least squares, coefficient positive), that model replaces it: relative weights can
+        otherwise prefer a constant under data that rise from 478 to 6448 with large scatter."""
+        if self.n <= 3:
+            return
+        fits = self.fits_noise(en)
+        bank, factors = self.single_terms()
+        y = self.y[en.row]
+        yc = y - y.mean(axis=1, keepdims=True)
+        tc = bank - bank.mean(axis=1, keepdims=True)
+        stt, sty, syy = np.sum(tc * tc, axis=1), yc @ tc.T, np.sum(yc * yc, axis=1)
+        ok = (stt > 1e-12 * np.sum(bank * bank, axis=1))[None, :] & ((sty > 0) if self.opts.positive else True)
+        r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
+        best = np.argmax(r2, axis=1)
+        r2_best = np.maximum(r2[np.arange(len(best)), best], 0.0)  # at worst the constant (the mean)
+        adj = 1 - (1 - r2_best) * (self.n - 1) / (self.n - 2)
+        for i, r in enumerate(en.row):
+            if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
+                continue
+            t = best[i]
+            if r2_best[i] > 0:
+                slope = sty[i, t] / stt[t]
+                model = Model(self.names, [Term(tuple(sorted(factors[t])))],
+                              np.array([y[i].mean() - slope * bank[t].mean(), slope]), points=self.x, values=self.y[r])
+            else:
+                model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])
             _statistics(model, y[i], model.predict(self.x))
             out[r] = model
 

@@ -277,3 +277,73 @@ def test_no_constant_under_rising_real_data():
     sel = mpi[(mpi["mpi"] == "IntelMPI") & (mpi["variable"] == "MPI_Barrier")].sort_values("Ranks")
     m = fit_model(sel["Ranks"].to_numpy(float), sel["max"].to_numpy(float), ["Ranks"])
     assert m.terms and m.adj_r2 > 0.8
+
+
+# point sets that are not a full grid (issue 15) -------------------------------------------------
+def test_grid_with_a_hole():
+    """The issue's example: without (64, 50) the marginal means gave -24 + 1.73*a^7/4 + 12.2*b^1/4."""
+    a, b = np.meshgrid([4, 8, 16, 32, 64.0], [10, 20, 30, 40, 50.0], indexing="ij")
+    x = np.c_[a.ravel(), b.ravel()][:-1]
+    m = fit_model(x, 2.36 + 0.8 * x[:, 0] ** 1.75 * x[:, 1] ** 0.25, ["a", "b"])
+    assert terms_text(m) == ["a^(7/4) * b^(1/4)"]
+    np.testing.assert_allclose(m.predict([[128, 60]]), 2.36 + 0.8 * 128 ** 1.75 * 60 ** 0.25, rtol=1e-6)
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda a, b, c: 5 + 2 * a * np.log2(a) * c ** 0.5 + 0.3 * b ** 2, ["a * log2(a) * c^(1/2)", "b^2"]),
+    (lambda a, b, c: 1 + 0.01 * a ** 1.5 * b * c ** (1 / 3), ["a^(3/2) * b * c^(1/3)"]),
+    (lambda a, b, c: 3 + a + np.log2(b) ** 2 + 0.5 * c ** 0.75, ["a", "c^(3/4)", "log2(b)^2"]),
+])
+def test_sparse_cross(f, expected):
+    """Extra-P's sparse layout: one line of 5 values per parameter through the smallest values of the
+    others, plus 2 diagonal points (15 points for 3 parameters instead of 125)."""
+    values = [np.array([4, 8, 16, 32, 64.0]), np.array([10, 20, 30, 40, 50.0]), np.array([100, 200, 300, 400, 500.0])]
+    base = np.array([v[0] for v in values])
+    points = [base] + [np.where(np.arange(3) == k, v, base) for k in range(3) for v in values[k][1:]]
+    x = np.array(points + [np.array([v[i] for v in values]) for i in (2, 4)])
+    assert sorted(terms_text(fit_model(x, f(*x.T), ["a", "b", "c"]))) == expected
+
+
+def test_random_points():
+    rng = np.random.default_rng(4)
+    a, b = np.meshgrid([4, 8, 16, 32, 64.0], [10, 20, 30, 40, 50.0], indexing="ij")
+    full = np.c_[a.ravel(), b.ravel()]
+    x = full[np.sort(rng.choice(len(full), 13, replace=False))]
+    assert all(len(np.unique(x[:, k])) == 5 for k in range(2))
+    m = fit_model(x, 7 + 0.5 * x[:, 0] ** (2 / 3) * np.log2(x[:, 0]) + 0.2 * x[:, 1] ** 1.25, ["a", "b"])
+    assert sorted(terms_text(m)) == ["a^(2/3) * log2(a)", "b^(5/4)"]
+
+
+def test_study_models_fit_repetitions_and_say_how_sure():
+    """The pipeline: every repetition from the aggregate's values column, resamples, intervals, the
+    process parameter stored; an all-zero metric is the model 0; a metric with a missing point gets a
+    reason while the others are modelled."""
+    import pandas as pd
+
+    from perfsweep.modeling.pipeline import fit_study_models
+
+    rng = np.random.default_rng(8)
+    n, p = np.meshgrid([1000, 2000, 3000, 4000, 5000.0], [1, 2, 3, 4, 5.0], indexing="ij")
+    pts = pd.DataFrame({"n": n.ravel(), "p": p.ravel()})
+    pts["config_id"] = [f"n={a}_p={b}" for a, b in zip(pts["n"], pts["p"])]
+    rows = []
+    for metric, f in (("time", lambda d: 0.2 + 1e-3 * d["n"] / d["p"]), ("io", lambda d: 0 * d["n"]),
+                      ("comm", lambda d: 0.01 * np.log2(d["p"]) + 0.01)):
+        reps = f(pts).to_numpy()[:, None] * (1 + rng.uniform(-0.03, 0.03, (len(pts), 3)))
+        values = [" ".join(repr(float(v)) for v in r) for r in reps]
+        if metric == "comm":
+            values[3] = ""  # every run of a point failed
+        rows.append(pts.assign(region="all", metric=metric, median=np.median(reps, axis=1), values=values))
+    table, models, preds = fit_study_models(pd.concat(rows, ignore_index=True), "np", ["n", "p"], {}, "p",
+                                            bootstrap=20)
+    by = table.set_index("metric")
+    assert by.loc["time", "model"].count("p^(-1)") == 1 and 0 < by.loc["time", "lead_share"] <= 1
+    assert by.loc["io", "model"] == "0"
+    assert by.loc["comm", "model"] == "" and "missing" in by.loc["comm", "reason"]
+    assert {"lead", "lead_share", "runner_up", "runner_up_share"} <= set(table.columns)
+    time_pred = preds[preds["metric"] == "time"]
+    assert (time_pred["low"] < time_pred["predicted"]).all() and (time_pred["predicted"] < time_pred["high"]).all()
+    entry = next(m for m in models if m["metric"] == "time")
+    assert entry["processes"] == "p" and len(entry["model"]["bootstrap"]) == 20
+    np.testing.assert_allclose(entry["model"]["values"], np.mean(
+        [[float(v) for v in s.split()] for s in rows[0]["values"]], axis=1))

@@ -7,7 +7,9 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
 
 1. Per parameter, the mean measurement per value of that parameter (the others averaged out) is fitted
    with every hypothesis c_0 + c_1 x^i log2(x)^j of the search space at once (closed-form weighted
-   simple regression). The ``candidates`` best by residual sum of squares go on.
+   simple regression). The ``candidates`` best by residual sum of squares go on. On points that are
+   not a full grid (holes, sparse lines-plus-points layouts, random points) every line of points
+   sharing the other parameters' values is fitted instead, each with its own intercept and slope.
 2. Every structure (structures.py: a*b, a+b, a*b+a, ...; Extra-P's combinations and more) of every
    combination of those terms, and every subset of parameters (the others without influence), is
    fitted to all points by weighted least squares. All candidates' normal equations come out of one
@@ -21,6 +23,13 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
    structures are refined too, each grown by one more single-parameter term (the log2(p) beside n/p,
    which no marginal mean shows), and two slots of one parameter are moved together (a^2 log2(b) + a
    from a^7/4 log2(b) + a^7/4, where every single move is worse).
+
+5. A chosen model that explains less variance (adjusted R^2) than the best single-term model of one
+   or two factors is replaced by that model (where it fits within the noise, if more than 0.01 less).
+
+Every measurement set is scaled to a largest mean of 1 before fitting; sets with zeros are fitted
+without weights, sets with negative values also without the sign rule; with ``bootstrap`` the
+repetitions are resampled and every resample modelled in the same batch (Model.lead_share, .interval).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
 a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a

@@ -347,3 +347,43 @@ def test_study_models_fit_repetitions_and_say_how_sure():
     assert entry["processes"] == "p" and len(entry["model"]["bootstrap"]) == 20
     np.testing.assert_allclose(entry["model"]["values"], np.mean(
         [[float(v) for v in s.split()] for s in rows[0]["values"]], axis=1))
+
+
+def _best_single_term_adj_r2(x, y):
+    """The best adjusted R^2 of c0 + c1 * t, t a product of one pair per parameter, c1 > 0."""
+    from perfsweep.modeling.fit import _term_values
+
+    n = len(y)
+    cols = [np.vstack([np.ones(n), _term_values(x[:, k], exponent_pairs())]) for k in range(x.shape[1])]
+    terms = cols[0]
+    for c in cols[1:]:
+        terms = (terms[:, None, :] * c[None, :, :]).reshape(-1, n)
+    tc, yc = terms[1:] - terms[1:].mean(axis=1, keepdims=True), y - y.mean()
+    stt, sty = np.sum(tc * tc, axis=1), tc @ yc
+    ok = (stt > 1e-12 * np.sum(terms[1:] ** 2, axis=1)) & (sty > 0)
+    r2 = np.where(ok, sty ** 2 / np.where(ok, stt * (yc @ yc), 1.0), 0.0).max()
+    return 1 - (1 - r2) * (n - 1) / (n - 2)
+
+
+def test_real_data_models_explain_as_much_as_a_single_term():
+    """Extra-P's example data (RELeARN, MPI collectives): no chosen model has an adjusted R^2 more
+    than 0.001 below the best single-term model's (bench/modeler_real_data.py prints the rest)."""
+    import pandas as pd
+
+    from perfsweep.config import REPO_ROOT
+    from perfsweep.modeling.extrap_io import read_extrap
+
+    data = REPO_ROOT / "resources" / "reference-data" / "extrap"
+    df, params = read_extrap(data / "relearn_2p_text.txt")
+    sets = []
+    for _, g in df.groupby(["region", "metric"]):
+        wide = g.pivot_table(index=params, columns="repetition", values="value").sort_index()
+        sets.append((np.array(list(wide.index), dtype=float), wide.to_numpy(float), params))
+    mpi = pd.read_csv(data / "mpi_collectives_1p.csv").sort_values("Ranks")
+    for _, g in mpi.groupby(["mpi", "variable"]):
+        sets += [(g[["Ranks"]].to_numpy(float), g[metric].to_numpy(float), ["Ranks"])
+                 for metric in ("mean", "median", "min", "max")]
+    assert len(sets) == 14 + 56
+    for x, y, names in sets:
+        m = fit_model(x, y, names)
+        assert m.adj_r2 >= _best_single_term_adj_r2(x, np.atleast_2d(y.T).T.mean(axis=1)) - 1e-3, str(m)

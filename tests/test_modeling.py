@@ -293,6 +293,9 @@ def test_grid_with_a_hole():
     (lambda a, b, c: 5 + 2 * a * np.log2(a) * c ** 0.5 + 0.3 * b ** 2, ["a * log2(a) * c^(1/2)", "b^2"]),
     (lambda a, b, c: 1 + 0.01 * a ** 1.5 * b * c ** (1 / 3), ["a^(3/2) * b * c^(1/3)"]),
     (lambda a, b, c: 3 + a + np.log2(b) ** 2 + 0.5 * c ** 0.75, ["a", "c^(3/4)", "log2(b)^2"]),
+    # b^(1/4) changes the values by 1e-6 beside c^3 log2(c): below the normal equations' resolution
+    (lambda a, b, c: 67 + 5 * a ** 2 * np.log2(a) ** 2 + b ** 0.25 + 2.4 * c ** 3 * np.log2(c),
+     ["a^2 * log2(a)^2", "b^(1/4)", "c^3 * log2(c)"]),
 ])
 def test_sparse_cross(f, expected):
     """Extra-P's sparse layout: one line of 5 values per parameter through the smallest values of the

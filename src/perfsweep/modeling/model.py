@@ -65,7 +65,8 @@ class Model:
         """The ``level`` interval of the expected value at ``x`` (the choice of the form included)
         from the spread of the resampled models' predictions around this model's: log-normal where
         all are positive (run times), else normal. With the few resamples the pipeline affords this
-        covers better than their percentiles (bench: 0.92 vs 0.87 at 90 %). NaN without resamples."""
+        covers better than their percentiles (90 % intervals, 60 noisy 2-parameter functions: 0.88 vs
+        0.86 with 40 resamples, 0.93 vs 0.87 with 100). NaN without resamples."""
         pred = self.predict(x)
         if not self.bootstrap:
             return np.full(len(pred), np.nan), np.full(len(pred), np.nan)

@@ -132,10 +132,10 @@ def write_text(cell, q, path):
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def run_extrap(python, cell, q, tmp):
+def run_extrap(python, cell, q, tmp, beyond=None):
     path = Path(tmp) / f"cell_{q}.txt"
     write_text(cell, q, path)
-    proc = subprocess.run([str(python), "-c", EXTRAP_CODE, str(path), json.dumps(BEYOND)], capture_output=True,
+    proc = subprocess.run([str(python), "-c", EXTRAP_CODE, str(path), json.dumps(beyond or BEYOND)], capture_output=True,
                           text=True, check=True)
     out = json.loads(proc.stdout)
     res = []
@@ -145,7 +145,7 @@ def run_extrap(python, cell, q, tmp):
     return res, out["seconds"] / len(cell)
 
 
-def run_perfsweep(cell, q, repeat=3):
+def run_perfsweep(cell, q, repeat=3, beyond=None):
     """All functions of a cell as the call paths of one experiment, timed like Extra-P's model_all;
     the median of ``repeat`` runs (the models are the same every time)."""
     names = ["x1", "x2", "x3"][:q]
@@ -154,7 +154,8 @@ def run_perfsweep(cell, q, repeat=3):
         t0 = time.perf_counter()
         models = fit_models(cell[0]["x"], [f["reps"] for f in cell], names)
         times.append(time.perf_counter() - t0)
-    return [(m.terms, float(m.predict([BEYOND[:q]])[0])) for m in models], float(np.median(times)) / len(cell)
+    at = [(beyond or BEYOND)[:q]]
+    return [(m.terms, float(m.predict(at)[0])) for m in models], float(np.median(times)) / len(cell)
 
 
 def score(cell, results):

@@ -1,11 +1,12 @@
 import json
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from perfsweep.modeling import FitOptions, fit_model
+from perfsweep.modeling import FitOptions, Model, fit_model
 from perfsweep.modeling.predict import PredictError, load_model, predict, recommend
 
 
@@ -55,7 +56,43 @@ def test_errors(models_json):
 def test_cli(models_json):
     out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "recommend", str(models_json), "n=4000",
                           "p=1,2,4,8,16,32", "--constraint", "p<=16"], capture_output=True, text=True, check=True)
-    assert "best by time" in out.stdout and out.stdout.splitlines()[3].split()[1] == "16.0"
+    assert "best by time" in out.stdout and out.stdout.splitlines()[4].split()[1] == "16.0"
     bad = subprocess.run([sys.executable, "-m", "perfsweep.cli", "predict", str(models_json), "n=oops", "p=1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip() == "perfsweep: 'n=oops': values must be numbers"
+
+
+@pytest.fixture
+def noisy_models_json(tmp_path):
+    """A model fitted by the pipeline's path: repetitions, resamples, the process parameter stored."""
+    rng = np.random.default_rng(3)
+    x = np.array([(a, b) for a in [1000, 2000, 3000, 4000, 5000.0] for b in [1, 2, 4, 8, 16.0]])
+    y = (0.5 + 2e-3 * x[:, 0] / x[:, 1])[:, None] * (1 + rng.uniform(-0.05, 0.05, (len(x), 5)))
+    model = fit_model(x, y, ["n", "q"], options=FitOptions(negative_params=("q",), bootstrap=40))
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {}, "processes": "q",
+                                 "model": model.to_dict()}]))
+    return path
+
+
+def test_predict_prints_intervals_and_form(noisy_models_json):
+    out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "predict", str(noisy_models_json), "n=8000",
+                          "q=4,32"], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert re.fullmatch(r"# lead .*q\^\(-1\) in \d+% of 40 resamples(; runner-up .* in \d+%)?", out[1]), out[1]
+    line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %\)", out[2])
+    assert line, out[2]
+    t, low, high = map(float, line.groups())
+    assert low < t < high  # (that intervals cover the truth: test_model_uncertainty.py)
+
+
+def test_recommend_upper_bound_and_stored_processes(noisy_models_json):
+    model = load_model(noisy_models_json)
+    assert model.processes == "q"  # from models.json: recommend needs no --processes
+    grid = {"n": [4000], "q": [1, 2, 4, 8, 16]}
+    mean = recommend(model, grid, "core_hours")
+    upper = recommend(model, grid, "core_hours", upper=True)
+    assert "efficiency" in mean and mean["q"].iloc[0] == 1
+    assert (upper.set_index("q")["time"] > mean.set_index("q")["time"]).all()
+    assert np.allclose(upper["predicted_mean"], model.predict(upper[["n", "q"]].to_numpy()))
+    with pytest.raises(PredictError, match="no resamples"):
+        recommend(Model(model.param_names, model.terms, model.coefficients), grid, upper=True)

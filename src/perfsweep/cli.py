@@ -159,28 +159,30 @@ def _load_model(args: argparse.Namespace):
 def _predict(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from perfsweep.modeling.predict import predict
+    from perfsweep.modeling.predict import describe, form_note, predict
 
     model = _load_model(args)
-    table = predict(model, _values(args.values))
+    table = predict(model, _values(args.values), args.level)
     bad = table[~np.isfinite(table["predicted"])]
     if len(bad):
         raise UserError(f"{args.models}: the model {model} has no finite value at "
-                        + ", ".join(f"{k}={v:g}" for k, v in bad.iloc[0].drop("predicted").items()))
+                        + ", ".join(f"{k}={bad.iloc[0][k]:g}" for k in model.param_names))
     print(f"# {args.region}/{args.metric}: {model}")
-    print(table.to_string(index=False))
+    print(f"# {form_note(model)}")
+    print("\n".join(describe(model, table, args.metric, args.level)))
     return 0
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import recommend
+    from perfsweep.modeling.predict import form_note, recommend
 
     model = _load_model(args)
     if args.processes is not None and args.processes not in model.param_names:
         raise UserError(f"--processes {args.processes}: not a parameter of the model ({', '.join(model.param_names)})")
-    table = recommend(model, _values(args.values), args.objective, args.processes or "p", args.constraint,
-                      args.min_efficiency)
+    table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,
+                      args.min_efficiency, args.upper, args.level)
     print(f"# {args.region}/{args.metric}: {model}")
+    print(f"# {form_note(model)}" + (f"; time = upper bound of the {100 * args.level:g} % interval" if args.upper else ""))
     print(f"# best by {args.objective} of {len(table)} candidates:")
     print(table.head(args.top).to_string(index=False))
     return 0
@@ -194,10 +196,13 @@ def _register_modeling(sub) -> None:
         p.add_argument("values", nargs="+", help="NAME=V1,V2,... for every parameter of the model")
         p.add_argument("--region", default="all")
         p.add_argument("--metric", default="time")
+        p.add_argument("--level", type=float, default=0.9, help="of the prediction intervals (default 0.9)")
         p.set_defaults(func=func)
         if name == "recommend":
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
-            p.add_argument("--processes", default=None, help="the process-count parameter (default p)")
+            p.add_argument("--processes", default=None,
+                           help="the process-count parameter (default: the one stored with the model, else p)")
+            p.add_argument("--upper", action="store_true", help="rank by the upper bound of the time's interval")
             p.add_argument("--constraint", action="append", default=[], help='e.g. "p<=72"')
             p.add_argument("--min-efficiency", type=_fraction, default=None)
             p.add_argument("--top", type=_positive_int, default=5)

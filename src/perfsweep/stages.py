@@ -232,9 +232,10 @@ def models_summary(models: list[PathLike], summary: PathLike) -> None:
     allm = pd.concat([f for f in frames if len(f)], ignore_index=True) if frames else pd.DataFrame()
     main = allm[(allm["region"] == "all") & (allm["metric"] == "time")].copy()
     main["parameters"] = main["varied"].str.count(",") + 1
+    main = main.reindex(columns=[*main.columns, *(c for c in ("lead_share", "runner_up") if c not in main)])
     table = main.rename(columns={"model_name": "Model", "fixed": "Fixed parameters", "model": "Formula",
-                                 "adj_r2": "adj. R^2"})[["Model", "Fixed parameters", "Formula", "adj. R^2",
-                                                         "study", "parameters", "reason"]]
+                                 "adj_r2": "adj. R^2", "lead_share": "lead share", "runner_up": "runner-up"})[
+        ["Model", "Fixed parameters", "Formula", "adj. R^2", "lead share", "runner-up", "study", "parameters", "reason"]]
     tables.write_table(table, _stem(summary), caption="Run-time models of all studies")
     for k, part in table.groupby("parameters"):
         tables.write_table(part.drop(columns=["parameters"]), f"{_stem(summary)}_{k}p",

@@ -107,15 +107,17 @@ def variability_summary(var: pd.DataFrame) -> pd.DataFrame:
     }])
 
 
-def _stats(values: pd.Series) -> dict[str, float]:
+def _stats(values: pd.Series) -> dict[str, Any]:
     v = values.astype(float)
     return {"median": v.median(), "min": v.min(), "mean": v.mean(),
-            "std": v.std(ddof=1) if len(v) > 1 else np.nan, "n_ok": len(v)}
+            "std": v.std(ddof=1) if len(v) > 1 else np.nan, "n_ok": len(v),
+            "values": " ".join(repr(float(x)) for x in v)}  # every repetition: the models fit them all
 
 
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
               variability: pd.DataFrame, policy: str) -> pd.DataFrame:
-    """Median (and min, mean, std, n_ok) per configuration, region and metric, in long form.
+    """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
+    in long form.
 
     Region ``all`` carries the whole run: metric ``time`` (the run's measured time), and the per-rank
     phases (maximum over ranks). Other regions carry metric ``time`` (maximum over ranks). With policy

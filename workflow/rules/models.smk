@@ -1,4 +1,5 @@
-# Seed 001 §3.3: one PMNF model per (study, region, metric), fitted to the medians.
+# Seed 001 §3.3: one PMNF model per (study, region, metric), fitted to every repetition (the aggregate's
+# values column), with resampled repetitions for the lead-term share and prediction intervals.
 
 localrules:
     models,

@@ -7,7 +7,9 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
 
 1. Per parameter, the mean measurement per value of that parameter (the others averaged out) is fitted
    with every hypothesis c_0 + c_1 x^i log2(x)^j of the search space at once (closed-form weighted
-   simple regression). The ``candidates`` best by residual sum of squares go on.
+   simple regression). The ``candidates`` best by residual sum of squares go on. On points that are
+   not a full grid (holes, sparse lines-plus-points layouts, random points) every line of points
+   sharing the other parameters' values is fitted instead, each with its own intercept and slope.
 2. Every structure (structures.py: a*b, a+b, a*b+a, ...; Extra-P's combinations and more) of every
    combination of those terms, and every subset of parameters (the others without influence), is
    fitted to all points by weighted least squares. All candidates' normal equations come out of one
@@ -21,6 +23,13 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
    structures are refined too, each grown by one more single-parameter term (the log2(p) beside n/p,
    which no marginal mean shows), and two slots of one parameter are moved together (a^2 log2(b) + a
    from a^7/4 log2(b) + a^7/4, where every single move is worse).
+
+5. A chosen model that explains less variance (adjusted R^2) than the best single-term model of one
+   or two factors is replaced by that model (where it fits within the noise, if more than 0.01 less).
+
+Every measurement set is scaled to a largest mean of 1 before fitting; sets with zeros are fitted
+without weights, sets with negative values also without the sign rule; with ``bootstrap`` the
+repetitions are resampled and every resample modelled in the same batch (Model.lead_share, .interval).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
 a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a
@@ -36,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Sequence
 
@@ -49,6 +58,8 @@ from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
 # RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
 _EXACT = 1e-13
+_FLOOR = 1e-9  # a term changing no value by more than this fraction (unweighted: of the largest) is not a term
+_R2_SLACK = 0.01  # a model within the noise may explain this much less variance than a single term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
 _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
@@ -75,28 +86,129 @@ class FitOptions:
     refine_picks: int = 2  # ... each with its best candidates (terms from step 1)
     positive: bool = True  # term coefficients must be positive
     weighting: str = "relative"  # "relative" (1/y^2) or "none" (Extra-P's plain least squares)
+    bootstrap: int = 0  # resamples of the repetitions, each modelled anew (lead-term share, intervals)
+    seed: int = 0  # of the resampling (the same input gives the same intervals)
 
 
 def fit_model(x, y, param_names=None, *, options: FitOptions | None = None) -> Model:
-    """Fit a PMNF model to points ``x`` (N x q) and measurements ``y`` (N, or N x repetitions)."""
-    return fit_models(x, [y], param_names, options=options)[0]
+    """Fit a PMNF model to points ``x`` (N x q) and measurements ``y`` (N, or N x repetitions; NaN
+    marks a missing repetition). Raises ModelingError for input that cannot be modelled."""
+    return _fit_all(x, [y], param_names, options, strict=True)[0]
 
 
-def fit_models(x, ys: Sequence, param_names=None, *, options: FitOptions | None = None) -> list[Model]:
+def fit_models(x, ys: Sequence, param_names=None, *, options: FitOptions | None = None) -> list[Model | None]:
     """One model per measurement set of ``ys`` (each N, or N x repetitions) on the same points ``x``:
-    the call paths and metrics of one experiment, fitted together (like Extra-P's model_all)."""
+    the call paths and metrics of one experiment, fitted together (like Extra-P's model_all).
+
+    A set that cannot be modelled (a NaN or inf value, the wrong length) gets None and a
+    ModelingWarning naming it; the others are fitted. Bad points ``x`` raise ModelingError."""
+    return _fit_all(x, ys, param_names, options, strict=False)
+
+
+class ModelingWarning(UserWarning):
+    """A measurement set of a batch that could not be modelled (the others were)."""
+
+
+def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
+    """Sets with positive values are fitted with the options' weighting, sets with zeros or negative
+    values (a difference, a count) without weights; all zeros is the model 0. Every set is scaled to
+    a largest mean of 1 first, so values of 1e-160 or 1e160 fit like values of 1."""
     opts = options or FitOptions()
     if opts.weighting not in ("relative", "none"):
         raise ModelingError(f"weighting must be 'relative' or 'none', not {opts.weighting!r}")
     x, names = _check_points(x, param_names)
-    checked = [_check_values(y, len(x)) for y in ys]
-    ybar = np.array([c.mean(axis=1) for c in checked]).reshape(len(ys), len(x))
-    noise = np.array([_noise(c, opts.weighting) for c in checked])
+    out: list[Model | None] = [None] * len(ys)
+    groups: dict[str, list[tuple[int, np.ndarray, float]]] = {}
+    for i, y in enumerate(ys):
+        try:
+            checked = _check_values(y, len(x))
+        except ModelingError as exc:
+            if strict:
+                raise
+            warnings.warn(f"measurement set {i}: {exc}", ModelingWarning, stacklevel=3)
+            continue
+        ybar = np.nanmean(checked, axis=1)
+        scale = float(np.max(np.abs(ybar)))
+        if scale == 0:
+            out[i] = _zero_model(names, x, ybar)
+            continue
+        low = np.nanmin(checked)
+        # zeros: unweighted (no relative error exists); negative values: not a cost either, so
+        # the terms may also have negative coefficients
+        kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
+        groups.setdefault(kind, []).append((i, checked / scale, scale))
     pairs = [_pairs(opts.negative_exponents or name in opts.negative_params) for name in names]
-    models: list[Model] = []
-    for start in range(0, len(ybar), _CHUNK):
-        models += _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts).models()
-    return models
+    rng = np.random.default_rng(opts.seed)
+    for (weighting, positive), sets in groups.items():
+        o = replace(opts, weighting=weighting, positive=positive)
+        ybar = [np.nanmean(c, axis=1) for _, c, _ in sets]
+        noise = [_noise(c, weighting) for _, c, _ in sets]
+        owner = list(range(len(sets)))  # the set each row of ybar belongs to (resamples after the sets)
+        for j, (_, c, _) in enumerate(sets):
+            if opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
+                ybar += list(_resampled_means(c, opts.bootstrap, rng))
+                noise += [noise[j]] * opts.bootstrap
+                owner += [j] * opts.bootstrap
+        ybar_all, noise_all = np.array(ybar), np.array(noise)
+        models: list[Model] = []
+        for start in range(0, len(ybar_all), _CHUNK):
+            models += _Fit(x, ybar_all[start:start + _CHUNK], noise_all[start:start + _CHUNK], names, pairs, o).models()
+        owner_arr = np.array(owner)
+        for j, (i, _, scale) in enumerate(sets):
+            model = models[j]
+            model.bootstrap = [models[b] for b in np.flatnonzero(owner_arr == j) if b >= len(sets)]
+            _lead_share(model)
+            out[i] = _rescaled(model, scale)
+    return out
+
+
+def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
+    """(count, N) means of the repetitions of every point drawn with replacement. The deviations
+    from the point's mean are widened by sqrt(r / (r - 1)): the plain bootstrap's variance of a mean
+    of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short)."""
+    out = np.empty((count, len(y)))
+    for n, row in enumerate(y):
+        v = row[~np.isnan(row)]
+        mean = v.mean()
+        if len(v) < 2:
+            out[:, n] = mean
+            continue
+        draw = v[rng.integers(len(v), size=(count, len(v)))].mean(axis=1)
+        out[:, n] = mean + np.sqrt(len(v) / (len(v) - 1)) * (draw - mean)
+    return out
+
+
+def _lead_share(model: Model) -> None:
+    """The share of the resamples whose model has the same lead (dominant) terms, and the most
+    frequent other lead with its share (the runner-up)."""
+    if not model.bootstrap:
+        return
+    leads = [b.lead() for b in model.bootstrap]
+    counts: dict[str, int] = {}
+    for lead in leads:
+        counts[lead] = counts.get(lead, 0) + 1
+    mine = model.lead()
+    model.lead_share = counts.get(mine, 0) / len(leads)
+    others = sorted(((c, lead) for lead, c in counts.items() if lead != mine), key=lambda t: (-t[0], t[1]))
+    if others:
+        model.runner_up, model.runner_up_share = others[0][1], others[0][0] / len(leads)
+
+
+def _zero_model(names, x, ybar) -> Model:
+    model = Model(list(names), [], np.zeros(1), points=x, values=ybar, cv_score=0.0)
+    _statistics(model, ybar, np.zeros_like(ybar))
+    return model
+
+
+def _rescaled(model: Model, scale: float) -> Model:
+    """The model of scaled values back in the units of the measurements."""
+    model.coefficients = model.coefficients * scale
+    model.values = model.values * scale
+    for b in model.bootstrap:
+        b.coefficients = b.coefficients * scale
+    with np.errstate(over="ignore"):
+        model.rss *= scale * scale
+    return model
 
 
 def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
@@ -121,27 +233,26 @@ def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
 
 
 def _check_values(y, n: int) -> np.ndarray:
-    """One measurement set as N x repetitions, checked."""
+    """One measurement set as N x repetitions, checked (NaN: a missing repetition)."""
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
     if y.ndim != 2 or y.shape[0] != n:
         raise ModelingError(f"Y must have one row per point of X ({n}), got shape {y.shape}")
-    if not np.all(np.isfinite(y)):
+    if np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
         raise ModelingError("measurements must be finite (NaN or inf found)")
-    if np.any(y <= 0):
-        raise ModelingError(f"measurements must be positive (got {y[y <= 0][0]:g})")
     return y
 
 
 def _noise(y: np.ndarray, weighting: str) -> float:
     """The variance of a point's mean as the repetitions show it (relative with relative weights),
     pooled over the points; NaN without repetitions."""
-    r = y.shape[1]
-    if r < 2:
+    count = np.sum(~np.isnan(y), axis=1)
+    if np.all(count < 2):
         return float("nan")
-    dev = y / y.mean(axis=1, keepdims=True) - 1.0 if weighting == "relative" else y - y.mean(axis=1, keepdims=True)
-    return float(np.sum(dev * dev) / (y.size - len(y)) / r)
+    mean = np.nanmean(y, axis=1, keepdims=True)
+    dev = y / mean - 1.0 if weighting == "relative" else y - mean
+    return float(np.nansum(dev * dev) / np.sum(count - 1) / np.mean(count))
 
 
 @lru_cache(maxsize=8)
@@ -280,30 +391,76 @@ class _Fit:
 
     # step 1 -------------------------------------------------------------------------------------
     def single_parameter_choices(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per model and parameter the T best pair indices (M, q, T) and whether each is usable."""
+        """Per model and parameter the T best pair indices (M, q, T) and whether each is usable.
+
+        On a full grid each pair is fitted to the marginal means of the parameter (the others
+        averaged out). Elsewhere (grids with holes, sparse lines-plus-points layouts, random
+        points) marginal means mix different points at different values and mislead; then each
+        pair is fitted to every line of the points (the points that share the other parameters'
+        values) with its own intercept and slope per line (the other parameters as nuisance
+        factors, as in Extra-P's sparse modeler), and the residuals of all lines are pooled."""
         choice = np.zeros((self.m, self.q, self.t), int)
         usable = np.zeros((self.m, self.q, self.t), bool)
+        full = self.q == 1 or len(np.unique(self.x, axis=0)) == self.n == np.prod(
+            [len(np.unique(self.x[:, k])) for k in range(self.q)])
         for k in range(self.q):
-            u, inv = np.unique(self.x[:, k], return_inverse=True)
-            onehot = np.zeros((self.n, len(u)))
-            onehot[np.arange(self.n), inv] = 1.0
-            marg = (self.y @ onehot) / onehot.sum(axis=0)  # (M, U)
-            tv = _term_values(u, self.pairs[k])  # (P, U)
-            w = 1.0 / marg ** 2 if self.opts.weighting == "relative" else np.ones_like(marg)
-            sw = w.sum(axis=1, keepdims=True)
-            dt = tv[None] - ((w @ tv.T) / sw)[:, :, None]  # (M, P, U) centred term values
-            dy = marg - (w * marg).sum(axis=1, keepdims=True) / sw  # (M, U)
-            stt = np.einsum("mu,mpu->mp", w, dt * dt)
-            varies = stt > 1e-12 * np.einsum("mu,pu->mp", w, tv * tv)
-            slope = np.einsum("mu,mpu->mp", w * dy, dt) / np.where(varies, stt, 1.0)
-            rss = np.einsum("mu,mpu->mp", w, (dy[:, None, :] - slope[:, :, None] * dt) ** 2)
-            valid = varies & (slope > 0) if self.opts.positive else varies
+            rss, valid = self.marginal_fit(k) if full else self.line_fit(k)
             rss = np.where(valid, rss, np.inf)
             order = np.argsort(rss, axis=1, kind="stable")[:, : self.t]
             got = order.shape[1]
             choice[:, k, :got] = order
             usable[:, k, :got] = np.isfinite(np.take_along_axis(rss, order, axis=1))
         return choice, usable
+
+    def marginal_fit(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(M, P) RSS of every pair of parameter k on its marginal means, and which fits are usable."""
+        u, inv = np.unique(self.x[:, k], return_inverse=True)
+        onehot = np.zeros((self.n, len(u)))
+        onehot[np.arange(self.n), inv] = 1.0
+        marg = (self.y @ onehot) / onehot.sum(axis=0)  # (M, U)
+        tv = _term_values(u, self.pairs[k])  # (P, U)
+        w = 1.0 / marg ** 2 if self.opts.weighting == "relative" else np.ones_like(marg)
+        sw = w.sum(axis=1, keepdims=True)
+        dt = tv[None] - ((w @ tv.T) / sw)[:, :, None]  # (M, P, U) centred term values
+        dy = marg - (w * marg).sum(axis=1, keepdims=True) / sw  # (M, U)
+        stt = np.einsum("mu,mpu->mp", w, dt * dt)
+        varies = stt > 1e-12 * np.einsum("mu,pu->mp", w, tv * tv)
+        slope = np.einsum("mu,mpu->mp", w * dy, dt) / np.where(varies, stt, 1.0)
+        rss = np.einsum("mu,mpu->mp", w, (dy[:, None, :] - slope[:, :, None] * dt) ** 2)
+        return rss, (varies & (slope > 0) if self.opts.positive else varies)
+
+    def line_fit(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(M, P) pooled RSS of every pair of parameter k over the lines of the points (an intercept
+        and a slope per line), and which fits are usable (the pooled slope positive). Lines with
+        fewer than 3 points carry no information on the form; without any such line, all points
+        form one line."""
+        others = np.delete(self.x, k, axis=1)
+        _, line = np.unique(others, axis=0, return_inverse=True)
+        line = line.ravel()
+        sizes = np.bincount(line)
+        keep = sizes[line] >= 3
+        if not keep.any():
+            keep, line = np.ones(self.n, bool), np.zeros(self.n, int)
+        _, line = np.unique(line[keep], return_inverse=True)
+        member = np.zeros((int(keep.sum()), line.max() + 1))
+        member[np.arange(len(line)), line] = 1.0  # (N', G)
+        tv = self.values[k][:, keep]  # (P, N')
+        y, w = self.y[:, keep], self.w[:, keep]
+        sw = w @ member  # (M, G)
+        swy, swyy = (w * y) @ member, (w * y * y) @ member
+        swt = np.einsum("mn,pn,ng->mpg", w, tv, member)
+        swtt = np.einsum("mn,pn,ng->mpg", w, tv * tv, member)
+        swyt = np.einsum("mn,pn,ng->mpg", w * y, tv, member)
+        stt = swtt - swt ** 2 / sw[:, None]
+        sty = swyt - swt * (swy / sw)[:, None]
+        syy = swyy - swy ** 2 / sw
+        scale = swtt.sum(axis=2)
+        varies = stt > 1e-12 * np.maximum(swtt, 1e-300)
+        rss = syy[:, None] - np.where(varies, sty ** 2 / np.where(varies, stt, 1.0), 0.0)
+        rss = np.maximum(rss, 0.0).sum(axis=2)
+        any_varies = (varies.sum(axis=2) > 0) & (scale > 0)
+        valid = any_varies & (np.where(varies, sty, 0.0).sum(axis=2) > 0) if self.opts.positive else any_varies
+        return rss, valid
 
     # step 2 -------------------------------------------------------------------------------------
     def best_combinations(self, choice, usable):
@@ -671,8 +828,89 @@ class _Fit:
             terms = [Term(tuple(sorted(Factor(k, *self.pairs[k][p]) for tt, k, p in slots if tt == t)))
                      for t in range(nterms)]
             coef = beta[i, : nterms + 1]
+            # terms (the constant too) that change no prediction by more than the fitting floor are
+            # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
+            size = np.abs(y[i]) if self.opts.weighting == "relative" else np.max(np.abs(y[i]))  # as weighted
+            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]) / size, axis=1) > _FLOOR
+            keep[0] |= not keep[1:].any()
+            coef = np.where(keep, coef, 0.0)
+            terms = [t for t, k in zip(terms, keep[1:]) if k]
+            coef = np.r_[coef[0], coef[1:][keep[1:]]]
             model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
-            _statistics(model, y[i], pred[i])
+            _statistics(model, y[i], model.predict(self.x))
+            out[r] = model
+        self.plausible(en, out)
+        self.resolve_exact(out)
+
+    def resolve_exact(self, out: list) -> None:
+        """Noise-free data that a model fits to within 1e-8 but not exactly: a term
+        that changes the values by 1e-6 beside one a million times larger (b^(1/4) beside c^3 log2(c)
+        at c = 500) is below what the normal equations resolve. There, every single-parameter term is
+        tried as one more term by orthogonal least squares (QR, 1e-16 accurate); the best is taken if
+        it lowers the residual a thousandfold."""
+        for r, model in enumerate(out):
+            if model is None or self.noise[r] > 1e-24 or self.n <= len(model.terms) + 2:  # (rounding: 1e-32)
+                continue
+            sw = np.sqrt(self.w[r])
+            base = np.column_stack([np.ones(self.n)] + [t.values(self.x) for t in model.terms]) * sw[:, None]
+            b = self.y[r] * sw
+            rss0, best = _lstsq_rss(base, b), None
+            if not 1e-24 * np.sum(b * b) < rss0 < 1e-8 * np.sum(b * b):
+                continue  # exact already, or far from it (a misfit that the search has judged)
+            for k in range(self.q):
+                for p, pair in enumerate(self.pairs[k]):
+                    a = np.column_stack([base, self.values[k][p] * sw])
+                    coef, *_ = np.linalg.lstsq(a, b, rcond=None)
+                    rss = float(np.sum((a @ coef - b) ** 2))
+                    if rss < 1e-3 * rss0 and (best is None or rss < best[0]) and \
+                            (not self.opts.positive or np.all(coef[1:] > 0)):
+                        best = (rss, Term((Factor(k, *pair),)), coef)
+            if best is not None:
+                grown = Model(self.names, [*model.terms, best[1]], best[2], points=self.x, values=self.y[r])
+                _statistics(grown, self.y[r], grown.predict(self.x))
+                out[r] = grown
+
+    def single_terms(self) -> tuple[np.ndarray, list[tuple[Factor, ...]]]:
+        """Every term of one or two factors (a pair of one parameter, or the product of pairs of two):
+        their values (T, N) and factors."""
+        values, factors = [], []
+        for k in range(self.q):
+            values.append(self.values[k])
+            factors += [(Factor(k, *pair),) for pair in self.pairs[k]]
+        for k, l in itertools.combinations(range(self.q), 2):
+            values.append((self.values[k][:, None, :] * self.values[l][None, :, :]).reshape(-1, self.n))
+            factors += [(Factor(k, *a), Factor(l, *b)) for a in self.pairs[k] for b in self.pairs[l]]
+        return np.concatenate(values), factors
+
+    def plausible(self, en: "_Entries", out: list) -> None:
+        """Where a chosen model neither fits within the noise the repetitions show nor explains as
+        much of the variance (adjusted R^2) as the best model with a single term of one or two
+        factors (least squares, coefficient positive), that model replaces it: relative weights can
+        otherwise prefer a constant under data that rise from 478 to 6448 with large scatter."""
+        if self.n <= 3:
+            return
+        fits = self.fits_noise(en)
+        bank, factors = self.single_terms()
+        y = self.y[en.row]
+        yc = y - y.mean(axis=1, keepdims=True)
+        tc = bank - bank.mean(axis=1, keepdims=True)
+        stt, sty, syy = np.sum(tc * tc, axis=1), yc @ tc.T, np.sum(yc * yc, axis=1)
+        ok = (stt > 1e-12 * np.sum(bank * bank, axis=1))[None, :] & ((sty > 0) if self.opts.positive else True)
+        r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
+        best = np.argmax(r2, axis=1)
+        r2_best = np.maximum(r2[np.arange(len(best)), best], 0.0)  # at worst the constant (the mean)
+        adj = 1 - (1 - r2_best) * (self.n - 1) / (self.n - 2)
+        for i, r in enumerate(en.row):
+            if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
+                continue
+            t = best[i]
+            if r2_best[i] > 0:
+                slope = sty[i, t] / stt[t]
+                model = Model(self.names, [Term(tuple(sorted(factors[t])))],
+                              np.array([y[i].mean() - slope * bank[t].mean(), slope]), points=self.x, values=self.y[r])
+            else:
+                model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])
+            _statistics(model, y[i], model.predict(self.x))
             out[r] = model
 
 
@@ -709,6 +947,11 @@ class _Entries:
                         np.concatenate([p.score for p in parts]))
 
 
+def _lstsq_rss(a: np.ndarray, b: np.ndarray) -> float:
+    coef, *_ = np.linalg.lstsq(a, b, rcond=None)
+    return float(np.sum((a @ coef - b) ** 2))
+
+
 def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
     resid = y - pred
     rss = float(np.sum(resid ** 2))
@@ -718,4 +961,6 @@ def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
     model.rss = rss
     model.r2 = r2
     model.adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else float("nan")
-    model.smape = float(np.mean(2 * np.abs(resid) / (np.abs(pred) + np.abs(y))) * 100)
+    denominator = np.abs(pred) + np.abs(y)
+    model.smape = float(np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1),
+                                         0.0)) * 100)

@@ -2,6 +2,13 @@
 
     from perfsweep.modeling.pipeline import fit_study_models
     table, models, predictions = fit_study_models(aggregate_df, "T_n_m", ["n", "m"], fixed={"d": 0.5})
+
+Every repetition is fitted (the aggregate's ``values`` column; older aggregates without it: the
+medians), so that the selection sees the noise the repetitions show. The repetitions are resampled
+``bootstrap`` times and every resample modelled anew: the models table gives the share of resamples
+that select the same lead terms (``lead_share``), the most frequent other lead (``runner_up``,
+``runner_up_share``: where the two are close the data do not determine the form), and predictions
+come with a 90 % interval (``low``, ``high``).
 """
 
 from __future__ import annotations
@@ -17,61 +24,78 @@ from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
 
 # the metrics worth a model: the run's time and the per-rank phases (maximum over ranks)
 METRICS = ("time", "compute", "comm", "io", "init")
+BOOTSTRAP = 40  # resamples per model: enough for the lead share (+-0.08) and a 90 % interval
+LEVEL = 0.9
+
+
+def repetitions(sel: pd.DataFrame) -> np.ndarray:
+    """N x repetitions (NaN where a point has fewer) from the ``values`` column, else the medians."""
+    if "values" not in sel:
+        return sel["median"].to_numpy(float)[:, None]
+    rows = [[float(v) for v in str(text).split()] if isinstance(text, str) else [] for text in sel["values"]]
+    width = max(1, max(map(len, rows)))
+    return np.array([r + [np.nan] * (width - len(r)) if r else [np.nan] * width for r in rows])
 
 
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
-                     processes: str = "p") -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
+                     processes: str = "p", bootstrap: int = BOOTSTRAP) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models)."""
-    options = FitOptions(negative_params=(processes,))
+    options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[keys["metric"].isin(METRICS)]
-    rows, todo = [], {}  # todo: points -> [(row, selection)]
+    rows, todo = [], {}  # todo: points -> [(row, selection, repetitions)]
     for region, metric in keys.itertuples(index=False):
         sel = agg[(agg["region"] == region) & (agg["metric"] == metric)]
         row: dict[str, Any] = {"study": study, "region": region, "metric": metric,
                                "model_name": f"{'T' if metric == 'time' else metric}({', '.join(varied)})",
                                "varied": ", ".join(varied), "fixed": fixed_text, "n_points": len(sel)}
-        y = sel["median"].to_numpy(float)
-        if not np.all(np.isfinite(y) & (y > 0)):
-            rows.append({**row, "model": "", "reason": f"non-positive or missing medians in {region}/{metric}"})
+        y = repetitions(sel)
+        if np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
+            rows.append({**row, "model": "", "reason": f"missing or infinite values in {region}/{metric}"})
             continue
         x = sel[varied].to_numpy(float)
-        todo.setdefault(x.tobytes(), []).append((row, sel))
+        todo.setdefault(x.tobytes(), []).append((row, sel, y))
     models, preds = [], []
     for group in todo.values():
         x = group[0][1][varied].to_numpy(float)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                fitted = fit_models(x, [sel["median"].to_numpy(float) for _, sel in group], varied, options=options)
+                fitted = fit_models(x, [y for _, _, y in group], varied, options=options)
         except ModelingError as exc:
-            rows += [{**row, "model": "", "reason": str(exc)} for row, _ in group]
+            rows += [{**row, "model": "", "reason": str(exc)} for row, _, _ in group]
             continue
-        for (row, sel), model in zip(group, fitted):
+        for (row, sel, _), model in zip(group, fitted):
+            model.processes = processes if processes in varied else None
             rows.append({**row, "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
-                         "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score, "reason": ""})
+                         "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
+                         "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
+                         "runner_up_share": model.runner_up_share, "reason": ""})
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
-                           "model": model.to_dict()})
+                           "processes": model.processes, "level": LEVEL, "model": model.to_dict()})
             y = model.values
             pred = model.predict(x)
+            low, high = model.interval(x, LEVEL)
             p = sel[["config_id", *varied]].copy()
             p.insert(0, "metric", row["metric"])
             p.insert(0, "region", row["region"])
             p.insert(0, "study", study)
             p["measured"] = y
             p["predicted"] = pred
+            p["low"], p["high"] = low, high
             p["residual"] = y - pred
-            p["rel_error"] = (pred - y) / y
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p["rel_error"] = (pred - y) / y
             preds.append(p)
     order = {key: i for i, key in enumerate(keys.itertuples(index=False, name=None))}
     rows.sort(key=lambda r: order[r["region"], r["metric"]])
     models.sort(key=lambda m: order[m["region"], m["metric"]])
     preds.sort(key=lambda p: order[p["region"].iat[0], p["metric"].iat[0]])
     table = pd.DataFrame(rows)
-    cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "smape", "rss", "cv_score",
-            "n_points", "varied", "latex", "reason"]
+    cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
+            "runner_up_share", "smape", "rss", "cv_score", "n_points", "varied", "latex", "reason"]
     table = table.reindex(columns=cols)
     return table, models, (pd.concat(preds, ignore_index=True) if preds else pd.DataFrame())

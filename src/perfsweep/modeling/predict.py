@@ -37,7 +37,9 @@ def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = 
         entries = json.load(fh)
     for e in entries:
         if e["region"] == region and e["metric"] == metric:
-            return Model.from_dict(e["model"])
+            model = Model.from_dict(e["model"])
+            model.processes = model.processes or e.get("processes")
+            return model
     have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
     raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have})")
 
@@ -56,11 +58,38 @@ def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=model.param_names)
 
 
-def predict(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
-    """Every combination of the given values with the model's prediction."""
+def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.DataFrame:
+    """Every combination of the given values with the model's prediction and, where the model has
+    resamples (the pipeline's models do), the ``level`` interval ``low`` .. ``high``."""
     grid = _grid(model, values)
-    grid["predicted"] = model.predict(grid[model.param_names].to_numpy(float))
+    x = grid[model.param_names].to_numpy(float)
+    grid["predicted"] = model.predict(x)
+    if model.bootstrap:
+        grid["low"], grid["high"] = model.interval(x, level)
     return grid
+
+
+def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9) -> list[str]:
+    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %)``."""
+    symbol = "t" if metric == "time" else metric
+    lines = []
+    for _, row in table.iterrows():
+        where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
+        text = f"{where}: {symbol} = {row['predicted']:.4g} s"
+        if "low" in row:
+            text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
+        lines.append(text)
+    return lines
+
+
+def form_note(model: Model) -> str:
+    """How sure the model's form is: the lead-term share among the resamples and the runner-up."""
+    if not model.bootstrap:
+        return f"lead {model.lead()} (no resamples: fitted without repetitions)"
+    text = f"lead {model.lead()} in {model.lead_share:.0%} of {len(model.bootstrap)} resamples"
+    if model.runner_up:
+        text += f"; runner-up {model.runner_up} in {model.runner_up_share:.0%}"
+    return text
 
 
 def parse_constraint(text: str) -> tuple[str, Any, float]:
@@ -70,12 +99,24 @@ def parse_constraint(text: str) -> tuple[str, Any, float]:
     return m.group(1), _OPS[m.group(2)], float(m.group(3))
 
 
-def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", processes: str = "p",
-              constraints: Iterable[str] = (), min_efficiency: float | None = None) -> pd.DataFrame:
-    """Candidates sorted by the objective (best first), with time, core-hours and efficiency."""
+def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", processes: str | None = None,
+              constraints: Iterable[str] = (), min_efficiency: float | None = None, upper: bool = False,
+              level: float = 0.9) -> pd.DataFrame:
+    """Candidates sorted by the objective (best first), with time, core-hours and efficiency.
+
+    ``processes`` defaults to the model's own process-count parameter (stored by the pipeline), else
+    p. With ``upper`` the time is the upper bound of the model's ``level`` interval (a pessimistic
+    choice where the model is unsure)."""
     if objective not in ("time", "core_hours"):
         raise PredictError(f"objective {objective!r}: use time or core_hours")
-    table = predict(model, values).rename(columns={"predicted": "time"})
+    processes = processes or model.processes or "p"
+    table = predict(model, values, level)
+    if upper:
+        if "high" not in table:
+            raise PredictError("the model has no resamples, so no upper bound (fit it with repetitions)")
+        table = table.rename(columns={"predicted": "predicted_mean"}).rename(columns={"high": "time"})
+    else:
+        table = table.rename(columns={"predicted": "time"})
     p = table[processes] if processes in table else pd.Series(1.0, index=table.index)
     table["core_hours"] = table["time"] * p / 3600.0
     if processes in table:

@@ -2,7 +2,7 @@
 
 The default search space is Extra-P 4.2.5's 42 (i, j) pairs (its default
 single-parameter hypotheses). Negative
-exponents (strong scaling, e.g. p^-1) can be added with :func:`exponent_pairs`.
+exponents (strong scaling, e.g. p^(-1)) can be added with :func:`exponent_pairs`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ EXTRAP_PAIRS: tuple[tuple[Fraction, int], ...] = tuple(
 
 
 def exponent_pairs(negative: bool = False) -> list[tuple[Fraction, int]]:
-    """Extra-P's 42 pairs (the constant (0, 0) included); with ``negative`` also x^-1/2 .. x^-2."""
+    """Extra-P's 42 pairs (the constant (0, 0) included); with ``negative`` also x^(-1/2) .. x^(-2)."""
     pairs = [p for p in EXTRAP_PAIRS if p != (Fraction(0), 0)]
     if negative:
         pairs += [(Fraction(i), 0) for i in _NEGATIVE] + [(Fraction(i), 1) for i in _NEGATIVE[:2]]
@@ -50,7 +50,9 @@ class Factor:
         return (float(self.i), self.j)
 
     def text(self, names: list[str]) -> str:
-        return self._render(names[self.param], "{x}^{i}", "log2({x})", "log2({x})^{j}", " * ")
+        x = names[self.param]
+        power = "{x}^{i}" if self.i.denominator == 1 and self.i > 0 else "{x}^({i})"  # x^(3/2), x^(-1)
+        return self._render(x, power, "log2({x})", "log2({x})^{j}", " * ")
 
     def latex(self, names: list[str]) -> str:
         return self._render(names[self.param], "{x}^{{{i}}}", r"\log_2 {x}", r"\log_2^{{{j}}} {x}", r" \cdot ")

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, ParamSpec
+from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, RUN_METRICS, ParamSpec
 from perfsweep.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -301,6 +301,11 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
                 (f"patterns.{k}", v) for k, v in (app.get("patterns") or {}).items())]:
             if pattern is not None:
                 _check_regex(source, f"{prefix}app.{key}", pattern)
+        for name in app.get("patterns") or {}:
+            if name in RUN_METRICS or not _safe_name(name):
+                raise ConfigError(source, f"{prefix}app.patterns.{name}",
+                                  f"{name!r} cannot name a metric (reserved: {', '.join(RUN_METRICS)}; "
+                                  "use letters, digits, '-' and '_')")
     return app, parameters, specs
 
 

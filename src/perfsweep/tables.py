@@ -19,10 +19,10 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.registry import RANK_PHASES
 from perfsweep.errors import UserError
 from perfsweep.records import check_record
 
-RANK_PHASES = ["init", "compute", "io", "comm", "other", "total"]
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
@@ -119,8 +119,8 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
     in long form.
 
-    Region ``all`` carries the whole run: metric ``time`` (the run's measured time), and the per-rank
-    phases (maximum over ranks). Other regions carry metric ``time`` (maximum over ranks). With policy
+    Region ``all`` carries the whole run: metric ``time`` (the run's measured time), the per-rank
+    phases (maximum over ranks) and the metrics an external app's ``patterns`` read from its output. Other regions carry metric ``time`` (maximum over ranks). With policy
     ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
     with ``flagged`` set.
     """
@@ -141,6 +141,9 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
         for phase in RANK_PHASES:
             if phase in per_run and phase != "total" and per_run[phase].notna().any():  # profiles: regions only
                 series.append(("all", phase, per_run, phase))
+    for col in sorted(c for c in ok.columns if c.startswith("metric_")):  # the app's own patterns
+        if ok[col].notna().any():
+            series.append(("all", col.removeprefix("metric_"), ok.dropna(subset=[col]), col))
     if not regions.empty:
         per_region = regions[regions["config_id"].isin(keep)].groupby(
             ["config_id", "run_id", "region"])["time"].max().reset_index()

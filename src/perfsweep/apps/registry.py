@@ -32,6 +32,10 @@ class BuiltinApp:
 
 PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
 
+# what a run reports besides an app's own metrics: its time, and each rank's phases (app-report format)
+RANK_PHASES = ("init", "compute", "io", "comm", "other", "total")
+RUN_METRICS = ("time", *RANK_PHASES)
+
 BUILTIN_APPS: dict[str, BuiltinApp] = {
     "ljmd": BuiltinApp(
         module="perfsweep.apps.ljmd",

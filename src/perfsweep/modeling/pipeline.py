@@ -22,8 +22,8 @@ import pandas as pd
 from perfsweep.config import format_value
 from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
 
-# the metrics worth a model: the run's time and the per-rank phases (maximum over ranks)
-METRICS = ("time", "compute", "comm", "io", "init")
+# the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
+UNMODELLED = ("other", "total")
 BOOTSTRAP = 40  # resamples per model: enough for the lead share (+-0.08) and a 90 % interval
 LEVEL = 0.9
 
@@ -45,7 +45,7 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
-    keys = keys[keys["metric"].isin(METRICS)]
+    keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
     rows, todo = [], {}  # todo: points -> [(row, selection, repetitions)]
     for region, metric in keys.itertuples(index=False):
         sel = agg[(agg["region"] == region) & (agg["metric"] == metric)]

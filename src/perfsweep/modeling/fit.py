@@ -843,32 +843,54 @@ class _Fit:
         self.resolve_exact(out)
 
     def resolve_exact(self, out: list) -> None:
-        """Noise-free data that a model fits to within 1e-8 but not exactly: a term
-        that changes the values by 1e-6 beside one a million times larger (b^(1/4) beside c^3 log2(c)
-        at c = 500) is below what the normal equations resolve. There, every single-parameter term is
-        tried as one more term by orthogonal least squares (QR, 1e-16 accurate); the best is taken if
-        it lowers the residual a thousandfold."""
+        """Noise-free data that a model fits to within 1e-8 but not exactly: a term that changes the
+        values by 1e-6 beside one a million times larger (b^(1/4) beside c^3 log2(c) at c = 500) is
+        below what the normal equations resolve (and a term of that size may be spurious). There,
+        by orthogonal least squares (QR, 1e-16 accurate), up to one single-parameter term per
+        parameter is added while one halves the residual, then terms are dropped while the fit stays
+        exact; the result replaces the model only if it fits exactly."""
         for r, model in enumerate(out):
-            if model is None or self.noise[r] > 1e-24 or self.n <= len(model.terms) + 2:  # (rounding: 1e-32)
+            if model is None or self.noise[r] > 1e-24:  # (identical repetitions: rounding, 1e-32)
                 continue
             sw = np.sqrt(self.w[r])
-            base = np.column_stack([np.ones(self.n)] + [t.values(self.x) for t in model.terms]) * sw[:, None]
             b = self.y[r] * sw
-            rss0, best = _lstsq_rss(base, b), None
-            if not 1e-24 * np.sum(b * b) < rss0 < 1e-8 * np.sum(b * b):
-                continue  # exact already, or far from it (a misfit that the search has judged)
-            for k in range(self.q):
-                for p, pair in enumerate(self.pairs[k]):
-                    a = np.column_stack([base, self.values[k][p] * sw])
-                    coef, *_ = np.linalg.lstsq(a, b, rcond=None)
-                    rss = float(np.sum((a @ coef - b) ** 2))
-                    if rss < 1e-3 * rss0 and (best is None or rss < best[0]) and \
-                            (not self.opts.positive or np.all(coef[1:] > 0)):
-                        best = (rss, Term((Factor(k, *pair),)), coef)
-            if best is not None:
-                grown = Model(self.names, [*model.terms, best[1]], best[2], points=self.x, values=self.y[r])
-                _statistics(grown, self.y[r], grown.predict(self.x))
-                out[r] = grown
+            exact, near = 1e-24 * np.sum(b * b), 1e-8 * np.sum(b * b)
+            terms = list(model.terms)
+            rss = _lstsq(self.x, terms, sw, b)[1]
+            if not exact < rss < near:
+                continue
+            for _ in range(self.q):
+                if len(terms) + 2 >= self.n or rss <= exact:
+                    break
+                tries = [(t, _lstsq(self.x, [*terms, t], sw, b)) for t in self.single_parameter_terms()]
+                tries = [(fit[1], t) for t, fit in tries if not self.opts.positive or np.all(fit[0][1:] > 0)]
+                if not tries or min(tries, key=lambda v: v[0])[0] > 0.5 * rss:
+                    break
+                rss, t = min(tries, key=lambda v: v[0])
+                terms.append(t)
+            for _ in range(2):  # the added terms again, each given the others (greedy picks the first
+                for j in range(len(model.terms), len(terms)):  # against the residual of all)
+                    for t in self.single_parameter_terms():
+                        trial = terms[:j] + [t] + terms[j + 1:]
+                        coef, rss_t = _lstsq(self.x, trial, sw, b)
+                        if rss_t < rss and (not self.opts.positive or np.all(coef[1:] > 0)):
+                            terms, rss = trial, rss_t
+                if rss <= exact:
+                    break
+            while len(terms) > 1:
+                drops = [(_lstsq(self.x, terms[:j] + terms[j + 1:], sw, b)[1], j) for j in range(len(terms))]
+                rss_j, j = min(drops)
+                if rss_j > exact:
+                    break
+                terms.pop(j)
+            coef, rss = _lstsq(self.x, terms, sw, b)
+            if rss <= exact and (not self.opts.positive or np.all(coef[1:] > 0)):
+                fitted = Model(self.names, terms, coef, points=self.x, values=self.y[r])
+                _statistics(fitted, self.y[r], fitted.predict(self.x))
+                out[r] = fitted
+
+    def single_parameter_terms(self) -> list[Term]:
+        return [Term((Factor(k, *pair),)) for k in range(self.q) for pair in self.pairs[k]]
 
     def single_terms(self) -> tuple[np.ndarray, list[tuple[Factor, ...]]]:
         """Every term of one or two factors (a pair of one parameter, or the product of pairs of two):
@@ -947,9 +969,11 @@ class _Entries:
                         np.concatenate([p.score for p in parts]))
 
 
-def _lstsq_rss(a: np.ndarray, b: np.ndarray) -> float:
+def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+    """Coefficients (constant first) and weighted RSS of ``terms`` by orthogonal least squares."""
+    a = np.column_stack([np.ones(len(x))] + [t.values(x) for t in terms]) * sw[:, None]
     coef, *_ = np.linalg.lstsq(a, b, rcond=None)
-    return float(np.sum((a @ coef - b) ** 2))
+    return coef, float(np.sum((a @ coef - b) ** 2))
 
 
 def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:

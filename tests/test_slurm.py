@@ -1,4 +1,5 @@
-"""The cluster path against a real SLURM controller and node (perfsweep.cluster.local_slurm)."""
+"""The cluster path against a real SLURM controller and two nodes n1, n2 of one CPU each on this host
+(perfsweep.cluster.local_slurm), through workflow/profiles/local-slurm."""
 
 import json
 import os
@@ -14,7 +15,7 @@ import yaml
 from conftest import BIN, REPO
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-PROFILE = REPO / "workflow" / "profiles" / "slurm"
+PROFILE = REPO / "workflow" / "profiles" / "local-slurm"
 
 
 OPT_IN = "PERFSWEEP_TEST_SLURM"
@@ -40,7 +41,7 @@ def cluster():
     from perfsweep.cluster import local_slurm
 
     before = local_slurm.running()
-    nodes = local_slurm.start(nodes=1)
+    nodes = local_slurm.start(nodes=2)
     yield nodes
     if not before:  # leave a cluster someone else started running, stop ours
         local_slurm.stop(quiet=True)
@@ -59,46 +60,151 @@ def records(results):
     return {str(p.relative_to(results / "runs")): json.loads(p.read_text()) for p in (results / "runs").rglob("*.json")}
 
 
-def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
-    cfg = {
-        "app": {"name": "ljmd", "args": {"steps": 4}},
-        "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
-        "repetitions": 2,
-        "studies": {"np": {"vary": {"n": [100, 200], "p": [1, 2]}},
-                    "mp": {"vary": {"m": [1, 2], "p": [1, 2]}}},
-        "results": str(tmp_path / "results"),
-    }
+def write_config(tmp_path, **cfg):
+    cfg = {"results": str(tmp_path / "results"), **cfg}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return tmp_path / "c.yaml"
+
+
+LJMD = {"app": {"name": "ljmd", "args": {"steps": 4}},
+        "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1}}
+
+
+def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
+    cfg = write_config(tmp_path, **LJMD, repetitions=2,
+                       studies={"np": {"vary": {"n": [100, 200], "p": [1, 2]}},
+                                "mp": {"vary": {"m": [1, 2], "p": [1, 2]}}})
     targets = [str(tmp_path / "results" / "tables" / s / "medians.csv") for s in ("np", "mp")]
-    proc = snakemake_slurm(tmp_path / "c.yaml", tmp_path, *targets)
+    proc = snakemake_slurm(cfg, tmp_path, *targets)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     recs = records(tmp_path / "results")
     assert len(recs) == 16
     for rec in recs.values():
+        p = rec["parameters"]["p"]
         assert rec["status"] == "ok"
         assert rec["slurm"]["job_id"].isdigit() and rec["slurm"]["nodelist"]
-        assert rec["launch"]["command"][1:3] == ["-launcher", "fork"]  # set by the runner inside SLURM
-        assert len(rec["ranks"]) == rec["parameters"]["p"]
+        assert rec["launch"]["command"][:4] == ["srun", "--mpi=pmi2", "-n", str(p)]  # the default launcher
+        assert len(rec["ranks"]) == p
+        # one CPU per node: a 2-rank run spans both nodes, one rank on each
+        assert rec["nodes"] == (["n1", "n2"] if p == 2 else [rec["slurm"]["nodelist"]])
+        assert sum(rec["ranks_per_node"].values()) == p and max(rec["ranks_per_node"].values()) == 1
     assert len({r["slurm"]["job_id"] for r in recs.values()}) == 16  # one allocation per run
     for study in ("np", "mp"):
         med = pd.read_csv(tmp_path / "results" / "tables" / study / "medians.csv")
         assert len(med) == 4 and (med["n_ok"] == 2).all()
-    again = snakemake_slurm(tmp_path / "c.yaml", tmp_path, *targets)
+    again = snakemake_slurm(cfg, tmp_path, *targets)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    # sane next to a local run of the same configurations (same machine, same run; a loose bound)
+    from perfsweep.config import load_config_file
+    from perfsweep.runner import RunSpec, execute
+
+    sweep = load_config_file(cfg)
+    for c in sweep.study("np").configurations():
+        local = [execute(RunSpec.build(sweep, c, k), tmp_path / "local" / f"{c.config_id}-{k}.json")["time"]
+                 for k in range(2)]
+        on_cluster = [r["time"] for r in recs.values() if r["run_id"].startswith(f"np/{c.config_id}/")]
+        assert 0.1 < min(on_cluster) / min(local) < 10, (c.config_id, on_cluster, local)
+
+
+def two_node_study(tmp_path, cluster_section, app=None):
+    """p = 1, 2 over the 2 one-CPU nodes through the given launcher; returns the records."""
+    cfg = write_config(tmp_path, **(app or LJMD), repetitions=2, cluster=cluster_section,
+                       studies={"p": {"vary": {"p": [1, 2]}}})
+    target = str(tmp_path / "results" / "tables" / "p" / "medians.csv")
+    proc = snakemake_slurm(cfg, tmp_path, target)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = list(records(tmp_path / "results").values())
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
+    for rec in recs:
+        if rec["parameters"]["p"] == 2:
+            assert rec["nodes"] == ["n1", "n2"] and rec["ranks_per_node"] == {"n1": 1, "n2": 1}
+            assert rec["slurm"]["nodelist"] == "n[1-2]" and rec["slurm"]["tasks_per_node"] == "1(x2)"
+    return recs
+
+
+def test_mpich_mpiexec_spans_two_nodes(cluster, tmp_path):
+    recs = two_node_study(tmp_path, {"launcher": "mpich"})
+    for rec in recs:
+        assert rec["launch"]["command"][0].endswith("mpiexec") and "-launcher" not in rec["launch"]["command"]
+        assert rec["mpi"]["library"] == "MPICH"
+
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+def debian_mpi4py_on_open_mpi():
+    if not os.path.exists("/usr/bin/orterun"):
+        return False
+    proc = subprocess.run([DEBIAN_PYTHON, "-c", "import mpi4py, numpy"], capture_output=True)
+    return proc.returncode == 0
+
+
+def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
+    """Open MPI's mpirun reads the allocation and starts one rank per node. The project's mpi4py is
+    built on MPICH's wheel, so the app here is the same ljmd run by Debian's Python with Debian's
+    mpi4py, which is built on Debian's Open MPI (.ci/run installs openmpi-bin, python3-mpi4py,
+    python3-numpy); the config's setup puts perfsweep's source on its path."""
+    if not debian_mpi4py_on_open_mpi():
+        if os.environ.get("CI"):
+            raise AssertionError("Open MPI with Debian's mpi4py is missing (.ci/run installs it)")
+        pytest.skip("needs Debian's openmpi-bin, python3-mpi4py and python3-numpy")
+    app = {"app": {"command": "{launcher} " + DEBIAN_PYTHON + " -m perfsweep.apps.ljmd --n {n} --m {m} --d {d}"
+                              " --c {c} --steps 4 --report timings-p{p}.json",
+                   "timings_json": "timings-p{p}.json"},
+           "parameters": LJMD["parameters"]}
+    # one repetition at a time writes a configuration's timings file: keep runs of a p apart in time
+    recs = two_node_study(tmp_path, {"launcher": "openmpi", "setup": f"export PYTHONPATH={REPO / 'src'}"}, app)
+    for rec in recs:
+        assert rec["launch"]["command"][:3] == ["bash", "-lc", f"export PYTHONPATH={REPO / 'src'}\nexec \"$@\""]
+        assert rec["launch"]["command"][4:7] == ["mpirun", "-n", str(rec["parameters"]["p"])]
+        assert "-launcher" not in rec["launch"]["command"]
+        assert rec["mpi"]["library"] == "Open MPI"
+
+
+def test_run_cancelled_on_its_last_attempt_leaves_a_failure_record(cluster, tmp_path):
+    """retries: 0, one run cancelled while it runs: a failure record written on the submit side's
+    extra attempt, medians and models from the rest, exit code 0."""
+    cfg = write_config(tmp_path, app={"name": "ljmd", "args": {"steps": 4}},
+                       parameters={"n": 3000, "m": 3, "d": 0.5, "c": 1.5, "p": 1}, repetitions=1,
+                       studies={"s": {"vary": {"c": [1.5, 2.0, 2.5, 6.0]}}})
+    targets = [str(tmp_path / "results" / "tables" / "s" / "medians.csv"),
+               str(tmp_path / "results" / "models" / "s" / "models.csv")]
+    proc = snakemake_slurm(cfg, tmp_path, *targets, background=True)
+    cancelled = None
+    deadline = time.time() + 300
+    while time.time() < deadline and cancelled is None:
+        # the c = 6 run takes longest: cancel its job once it runs
+        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            job, comment = line.split(maxsplit=1)
+            if "c=6" in comment:
+                time.sleep(3)  # let the run start inside the job
+                cancelled = job
+                subprocess.run(["scancel", job], check=True)
+        time.sleep(0.5)
+    assert cancelled, "the c = 6 job was not seen running"
+    output, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, output[-4000:]
+    recs = records(tmp_path / "results")
+    assert len(recs) == 4
+    failed = recs["s/c=6/rep0.json"]
+    assert failed["status"] == "failed" and failed["attempt"] == 1
+    assert f"SLURM ended job {cancelled}" in failed["error"] and "CANCELLED" in failed["error"]
+    assert all(r["status"] == "ok" for k, r in recs.items() if k != "s/c=6/rep0.json")
+    var = pd.read_csv(tmp_path / "results" / "tables" / "s" / "variability.csv").sort_values("c")
+    assert list(var["n_runs"]) == [1, 1, 1, 1] and list(var["n_failed"]) == [0, 0, 0, 1]
+    assert "1 failed" in output  # the study's summary line
+    med = pd.read_csv(targets[0])
+    assert sorted(med["c"].unique()) == [1.5, 2.0, 2.5]  # medians of the runs that survived
+    assert (tmp_path / "results" / "models" / "s" / "models.csv").exists()
 
 
 def test_cancelled_run_is_retried_and_the_sweep_completes(cluster, tmp_path):
-    cfg = {
-        "app": {"name": "ljmd", "args": {"steps": 400}},  # ~10 s per run: long enough to be cancelled
-        "parameters": {"n": 300, "m": 2, "d": 0.5, "c": 1.5, "p": 1},
-        "repetitions": 1,
-        "retries": 1,
-        "studies": {"s": {"vary": {"n": [200, 300]}}},
-        "results": str(tmp_path / "results"),
-    }
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cfg = write_config(tmp_path, app={"name": "ljmd", "args": {"steps": 400}},  # ~10 s per run
+                       parameters={"n": 300, "m": 2, "d": 0.5, "c": 1.5, "p": 1}, repetitions=1, retries=1,
+                       studies={"s": {"vary": {"n": [200, 300]}}})
     target = str(tmp_path / "results" / "tables" / "s" / "medians.csv")
-    proc = snakemake_slurm(tmp_path / "c.yaml", tmp_path, target, background=True)
+    proc = snakemake_slurm(cfg, tmp_path, target, background=True)
     cancelled = None
     deadline = time.time() + 300
     while time.time() < deadline and cancelled is None:

@@ -243,7 +243,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         retries=int(data["retries"]),
         results=data["results"],
         bundle=data["bundle"],
-        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper")},
+        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
 
 

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,10 +57,12 @@ class RunSpec:
     time_pattern: str | None = None
     patterns: dict[str, str] = field(default_factory=dict)
     launcher: str = ""
+    # inside a SLURM job: {"command": [...], "kind": "srun"|"mpich"|"openmpi"|"template"} (perfsweep.cluster.launch)
+    cluster: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(vars(self), sort_keys=True)  # the fields are plain JSON (asdict copies: slow)
 
     @classmethod
     def from_json(cls, text: str) -> "RunSpec":
@@ -80,23 +82,30 @@ class RunSpec:
         fmt = {k: format_value(v) for k, v in params.items()}
         launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)
         app = sweep.study(study).app
+        cluster = cluster_launch(sweep, params, fmt)
+
+        def assemble(prefix: list[str]) -> list[str]:
+            if "name" in app:
+                command = [*prefix, sys.executable, "-m", BUILTIN_APPS[app["name"]].module]
+                for name, value in params.items():
+                    if name != sweep.processes:
+                        command += [f"--{name}", fmt[name]]
+                for name, value in sorted(app.get("args", {}).items()):
+                    command += [f"--{name}", format_value(value)]
+                return command
+            text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in prefix))
+            return shlex.split(text.format(**fmt))
+
+        cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))
+        del cluster["prefix"]
         if "name" in app:
-            builtin = BUILTIN_APPS[app["name"]]
-            command = [*launcher, sys.executable, "-m", builtin.module]
-            for name, value in params.items():
-                if name != sweep.processes:
-                    command += [f"--{name}", fmt[name]]
-            for name, value in sorted(app.get("args", {}).items()):
-                command += [f"--{name}", format_value(value)]
-            return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
-                       report_path="{report}", launcher=" ".join(launcher))
-        text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in launcher))
-        command = shlex.split(text.format(**fmt))
+            return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
+                       report_path="{report}", launcher=" ".join(launcher), cluster=cluster)
         report = app.get("timings_json")
-        return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
+        return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
-                   launcher=" ".join(launcher))
+                   launcher=" ".join(launcher), cluster=cluster)
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") -> list[str]:
@@ -108,34 +117,51 @@ def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") ->
     return shlex.split(template.format(**values))
 
 
-def inside_allocation(command: list[str]) -> list[str]:
-    """Inside a SLURM job, MPICH's Hydra mpiexec would bootstrap through SLURM itself and can hang; a
-    run's p ranks share one task's CPUs on one node, so it starts them with the fork launcher."""
-    if "SLURM_JOB_ID" not in os.environ or not command or Path(command[0]).name not in ("mpiexec", "mpirun"):
-        return command
-    if "-launcher" in command or "-bootstrap" in command:
-        return command
-    return [command[0], "-launcher", "fork", *command[1:]]
+def cluster_launch(sweep: SweepConfig, params: dict[str, Any], fmt: dict[str, str]) -> dict[str, Any]:
+    """The launch prefix of this run inside a SLURM job, from the config's cluster: section."""
+    from perfsweep.cluster.launch import KINDS, ClusterSettings
+
+    settings = ClusterSettings.from_config(sweep.extra.get("cluster"))
+    threads = settings.threads(params)
+    prefix = settings.launcher_argv(int(params[sweep.processes]), threads, fmt)
+    kind = settings.launcher if settings.launcher in KINDS else "template"
+    return {"kind": kind, "threads": threads, "prefix": prefix, "settings": settings}
+
+
+def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
+    """The command and environment of this run: inside a SLURM job the cluster launcher's."""
+    if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
+        return list(spec.command), None
+    from perfsweep.cluster.launch import launch_env
+
+    return list(spec.cluster["command"]), launch_env(spec.cluster["kind"])
 
 
 def slurm_info() -> dict[str, str] | None:
     """The SLURM job this process runs in, if any."""
     if "SLURM_JOB_ID" not in os.environ:
         return None
+    env = dict(os.environ)
+    if "SLURM_JOB_NODELIST" not in env:  # cleared by the plugin's job step: ask the controller
+        from perfsweep.cluster.launch import allocation_env
+
+        env.update(allocation_env(env["SLURM_JOB_ID"]))
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
-            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME"}
-    return {k: os.environ[v] for k, v in keys.items() if v in os.environ}
+            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
+            "tasks_per_node": "SLURM_TASKS_PER_NODE"}
+    return {k: env[v] for k, v in keys.items() if v in env}
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, str, float]:
+def _run_process(command: list[str], timeout: float,
+                 env: dict[str, str] | None = None) -> tuple[int | None, str, str, float]:
     """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, time.perf_counter() - t0
@@ -160,8 +186,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
     """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
     with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
         report_path = spec.report_path
-        command = list(spec.command)
-        command = inside_allocation(command)
+        command, env = launch_command(spec)
         if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
             report_path = str(Path(tmp) / "report.json")
             command += ["--report", report_path]
@@ -182,7 +207,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             "perfsweep_version": __version__,
         }
         try:
-            rc, out, err, wall = _run_process(command, spec.timeout)
+            rc, out, err, wall = _run_process(command, spec.timeout, env)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
@@ -203,6 +228,10 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                 _read_results(spec, record, out, report_path, wall)
             except (OSError, ValueError, KeyError) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
+            from perfsweep.cluster.launch import expand_hostlist, placement
+
+            nodelist = (record["slurm"] or {}).get("nodelist")
+            record.update(placement(record.get("ranks"), expand_hostlist(nodelist) if nodelist else [record["host"]]))
         record["status"], record["error"] = status, error
         record.setdefault("time", wall if status == "ok" else None)
 
@@ -276,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
+    if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
+        from perfsweep.cluster.ended import record_ended_runs
+
+        return record_ended_runs([(RunSpec.from_json(t), o) for t, o in zip(args.spec, args.output)], args.attempt)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _raise_interrupted)
     retry = False

@@ -5,6 +5,11 @@
 # With `bundle: repetitions` in the config, the k repetitions of a configuration run one after the
 # other in one job (one SLURM allocation): far fewer scheduler jobs for many short runs. Raising k then
 # reruns the configuration's bundle.
+#
+# On SLURM a run of p ranks asks for p tasks and the plugin's mpi resource (get_run_resources); the
+# runner starts the ranks with the cluster launcher (config key cluster:). Snakemake retries a run job
+# `retries` times, then once more: that last attempt runs nothing and writes the failure record of a
+# run whose SLURM job ended without one (cancelled, node failure, time limit).
 
 if SWEEP.bundle == "repetitions":
     for _study in SWEEP.studies:
@@ -14,32 +19,41 @@ if SWEEP.bundle == "repetitions":
                 f"run_{_study.name}"
             output:
                 records=[f"{R}/runs/{_study.name}/{{config}}/rep{k}.json" for k in range(_study.repetitions)],
+            log:
+                f"{R}/logs/runs/{_study.name}/{{config}}.log",
             params:
                 specs=lambda wildcards, output, s=_study.name: get_bundle_args(s, wildcards.config, output),
                 retries=SWEEP.retries,
+                python=PYTHON,
+            conda:
+                "../../envs/perfsweep.yaml"
             threads: lambda wildcards, s=_study.name: int(CONFIGS[(s, wildcards.config)].params[SWEEP.processes])
-            retries: SWEEP.retries
+            retries: SWEEP.retries + 1
             resources:
                 attempt=lambda wildcards, attempt: attempt,
-                runtime=lambda wildcards, s=_study.name: max(
-                    1, int(STUDIES[s].repetitions * SWEEP.timeout // 60) + 1
-                ),
+                **get_run_resources(_study.name),
             shell:
-                "{PYTHON} -m perfsweep.runner {params.specs} --attempt {resources.attempt} --retries {params.retries}"
+                "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
+                " --retries {params.retries} 2> {log:q}"
 
 else:
 
     rule run:
         output:
             record=f"{R}/runs/{{study}}/{{config}}/rep{{rep}}.json",
+        log:
+            f"{R}/logs/runs/{{study}}/{{config}}/rep{{rep}}.log",
         params:
             spec=get_run_spec,
             retries=SWEEP.retries,
+            python=PYTHON,
+        conda:
+            "../../envs/perfsweep.yaml"
         threads: get_processes
-        retries: SWEEP.retries
+        retries: SWEEP.retries + 1
         resources:
             attempt=lambda wildcards, attempt: attempt,
-            runtime=lambda wildcards: max(1, int(SWEEP.timeout // 60) + 1),
+            **get_run_resources(),
         shell:
-            "{PYTHON} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
-            " --attempt {resources.attempt} --retries {params.retries}"
+            "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            " --attempt {resources.attempt} --retries {params.retries} 2> {log:q}"

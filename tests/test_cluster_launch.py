@@ -80,6 +80,8 @@ def test_cluster_section_is_validated(tmp_path):
         load_config(dict(base, cluster={"partiton": "x"}), "c.yaml")
     with pytest.raises(ConfigError, match=r"cluster.cpus_per_node: 0 is less than the minimum of 1"):
         load_config(dict(base, cluster={"cpus_per_node": 0}), "c.yaml")
+    with pytest.raises(ConfigError, match=r"cluster.cpus_per_task: 'threads' is neither a number nor a parameter"):
+        load_config(dict(base, cluster={"cpus_per_task": "threads"}), "c.yaml")
     sweep = load_config(base, "c.yaml")
     assert sweep.extra["cluster"] == {"launcher": "srun", "srun_mpi": "pmi2", "mpirun": "mpirun",
                                       "cpus_per_task": 1, "exclusive": True}
@@ -144,3 +146,23 @@ def test_archived_interrupted_attempt_names_its_job(tmp_path, monkeypatch, spec)
         {"status": "killed", "error": "terminated by signal 15", "slurm": {"job_id": "77"}, "host": "vm"}))
     rec = ended_record(spec, "x.json", attempt=2)
     assert "SLURM job 77 ended the run (terminated by signal 15)" in rec["error"] and rec["slurm"]["job_id"] == "77"
+
+
+def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
+    from dataclasses import replace
+
+    outs = [tmp_path / "runs" / f"rep{k}.json" for k in range(2)]
+    outs[1].parent.mkdir(parents=True)
+    outs[1].write_text("{}")  # a record of an earlier execution of this bundle
+    manifest = tmp_path / "bundles" / "n=1.txt"
+    argv = []
+    for k, out in enumerate(outs):
+        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    # the bookkeeping attempt after the last (retries 0: attempt 2) fills in what is missing, then the manifest
+    assert main([*argv, "--attempt", "2", "--retries", "0", "--manifest", str(manifest)]) == 0
+    assert manifest.read_text().splitlines() == [str(o) for o in outs]
+    assert outs[1].read_text() == "{}" and json.loads(outs[0].read_text())["status"] == "failed"
+    # a first attempt starts the bundle afresh: the earlier records go (they are in the archive)
+    manifest.unlink()
+    assert main([*argv, "--attempt", "1", "--retries", "0", "--manifest", str(manifest)]) == 0
+    assert all(json.loads(o.read_text())["attempt"] == 1 for o in outs) and manifest.exists()

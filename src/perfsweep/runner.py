@@ -302,13 +302,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", required=True, action="append")
     ap.add_argument("--attempt", type=int, default=1)
     ap.add_argument("--retries", type=int, default=0)
+    ap.add_argument("--manifest", help="bundle: once every record is written, list their paths here")
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
     if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
         from perfsweep.cluster.ended import record_ended_runs
 
-        return record_ended_runs([(RunSpec.from_json(t), o) for t, o in zip(args.spec, args.output)], args.attempt)
+        record_ended_runs([(RunSpec.from_json(t), o) for t, o in zip(args.spec, args.output)], args.attempt)
+        return _write_manifest(args.manifest, args.output)
+    if args.manifest and args.attempt == 1:
+        # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
+        # execution as Snakemake clears outputs before a job (each was archived when it was written)
+        for output in args.output:
+            Path(output).unlink(missing_ok=True)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _raise_interrupted)
     retry = False
@@ -325,7 +332,16 @@ def main(argv: list[str] | None = None) -> int:
             return 128 + exc.signum
         if record["status"] != "ok":
             print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
-    return 1 if retry else 0
+    return 1 if retry else _write_manifest(args.manifest, args.output)
+
+
+def _write_manifest(path: str | None, outputs: list[str]) -> int:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        tmp = f"{path}.tmp"
+        Path(tmp).write_text("".join(f"{o}\n" for o in outputs))
+        os.replace(tmp, path)
+    return 0
 
 
 if __name__ == "__main__":

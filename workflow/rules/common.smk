@@ -48,6 +48,18 @@ def get_run_records(wildcards):
     ]
 
 
+def get_run_inputs(wildcards):
+    """What a study's tables wait for: its run records, or with `bundle: repetitions` one manifest per
+    configuration (a bundle job's one declared output: a leaner DAG, see run.smk)."""
+    if SWEEP.bundle != "repetitions":
+        return get_run_records(wildcards)
+    return [get_bundle_manifest(wildcards.study, c.config_id) for c in STUDIES[wildcards.study].configurations()]
+
+
+def get_bundle_manifest(study, config_id):
+    return f"{R}/bundles/{study}/{config_id}.txt"
+
+
 def get_processes(wildcards):
     return int(CONFIGS[(wildcards.study, wildcards.config)].params[SWEEP.processes])
 
@@ -72,15 +84,16 @@ def get_paper_input(key, default):
     return SWEEP.extra["paper"].get(key, os.path.join(REFERENCE_DATA, default))
 
 
-def get_bundle_args(study, config_id, output):
+def get_bundle_args(study, config_id):
     """--spec/--output pairs for all repetitions of one configuration (bundle mode), shell-quoted."""
     import shlex
     from dataclasses import replace
 
     spec = RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)  # built once, k repetitions of it
     return " ".join(
-        f"--spec {shlex.quote(replace(spec, repetition=k).to_json())} --output {shlex.quote(path)}"
-        for k, path in enumerate(output)
+        f"--spec {shlex.quote(replace(spec, repetition=k).to_json())}"
+        f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{k}.json')}"
+        for k in range(STUDIES[study].repetitions)
     )
 
 

@@ -3,9 +3,7 @@
 
 import json
 import os
-import re
 import subprocess
-import sys
 import time
 
 import pandas as pd
@@ -106,10 +104,10 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
         assert 0.1 < min(on_cluster) / min(local) < 10, (c.config_id, on_cluster, local)
 
 
-def two_node_study(tmp_path, cluster_section, app=None):
+def two_node_study(tmp_path, cluster_section, app=None, **extra):
     """p = 1, 2 over the 2 one-CPU nodes through the given launcher; returns the records."""
     cfg = write_config(tmp_path, **(app or LJMD), repetitions=2, cluster=cluster_section,
-                       studies={"p": {"vary": {"p": [1, 2]}}})
+                       studies={"p": {"vary": {"p": [1, 2]}}}, **extra)
     target = str(tmp_path / "results" / "tables" / "p" / "medians.csv")
     proc = snakemake_slurm(cfg, tmp_path, target)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -122,8 +120,11 @@ def two_node_study(tmp_path, cluster_section, app=None):
     return recs
 
 
-def test_mpich_mpiexec_spans_two_nodes(cluster, tmp_path):
-    recs = two_node_study(tmp_path, {"launcher": "mpich"})
+def test_mpich_mpiexec_spans_two_nodes_in_bundles(cluster, tmp_path):
+    recs = two_node_study(tmp_path, {"launcher": "mpich"}, bundle="repetitions")
+    assert len({r["slurm"]["job_id"] for r in recs}) == 2  # one allocation per configuration
+    assert sorted((tmp_path / "results" / "bundles" / "p").iterdir()) == [
+        tmp_path / "results" / "bundles" / "p" / f"p={p}.txt" for p in (1, 2)]
     for rec in recs:
         assert rec["launch"]["command"][0].endswith("mpiexec") and "-launcher" not in rec["launch"]["command"]
         assert rec["mpi"]["library"] == "MPICH"
@@ -161,6 +162,35 @@ def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
         assert rec["mpi"]["library"] == "Open MPI"
 
 
+def test_more_ranks_than_the_cluster_has_cpus_fail_instead_of_hanging(cluster, tmp_path):
+    """p = 3 on 2 CPUs: sbatch rejects the job (EnforcePartLimits), the run gets a failure record."""
+    cfg = write_config(tmp_path, **LJMD, repetitions=1, studies={"s": {"vary": {"n": [100, 200], "p": [1, 3]}}})
+    proc = snakemake_slurm(cfg, tmp_path, str(tmp_path / "results" / "tables" / "s" / "medians.csv"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "More processors requested than permitted" in proc.stdout + proc.stderr
+    recs = records(tmp_path / "results")
+    assert {k: r["status"] for k, r in recs.items()} == {
+        "s/n=100_p=1/rep0.json": "ok", "s/n=200_p=1/rep0.json": "ok",
+        "s/n=100_p=3/rep0.json": "failed", "s/n=200_p=3/rep0.json": "failed"}
+    assert "ended before the run started" in recs["s/n=100_p=3/rep0.json"]["error"]
+
+
+def cancel_when_running(wildcards_part, timeout=300):
+    """scancel the first running job whose comment (the plugin puts the rule's wildcards there) contains
+    ``wildcards_part``, 3 s after it started; returns its job id."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            job, _, comment = line.partition(" ")
+            if wildcards_part in comment:
+                time.sleep(3)  # let the run start inside the job
+                subprocess.run(["scancel", job], check=True)
+                return job
+        time.sleep(0.5)
+    raise AssertionError(f"no running SLURM job for {wildcards_part!r} within {timeout} s")
+
+
 def test_run_cancelled_on_its_last_attempt_leaves_a_failure_record(cluster, tmp_path):
     """retries: 0, one run cancelled while it runs: a failure record written on the submit side's
     extra attempt, medians and models from the rest, exit code 0."""
@@ -170,19 +200,7 @@ def test_run_cancelled_on_its_last_attempt_leaves_a_failure_record(cluster, tmp_
     targets = [str(tmp_path / "results" / "tables" / "s" / "medians.csv"),
                str(tmp_path / "results" / "models" / "s" / "models.csv")]
     proc = snakemake_slurm(cfg, tmp_path, *targets, background=True)
-    cancelled = None
-    deadline = time.time() + 300
-    while time.time() < deadline and cancelled is None:
-        # the c = 6 run takes longest: cancel its job once it runs
-        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            job, comment = line.split(maxsplit=1)
-            if "c=6" in comment:
-                time.sleep(3)  # let the run start inside the job
-                cancelled = job
-                subprocess.run(["scancel", job], check=True)
-        time.sleep(0.5)
-    assert cancelled, "the c = 6 job was not seen running"
+    cancelled = cancel_when_running("c=6")  # the c = 6 run takes longest
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output[-4000:]
     recs = records(tmp_path / "results")
@@ -205,17 +223,7 @@ def test_cancelled_run_is_retried_and_the_sweep_completes(cluster, tmp_path):
                        studies={"s": {"vary": {"n": [200, 300]}}})
     target = str(tmp_path / "results" / "tables" / "s" / "medians.csv")
     proc = snakemake_slurm(cfg, tmp_path, target, background=True)
-    cancelled = None
-    deadline = time.time() + 300
-    while time.time() < deadline and cancelled is None:
-        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %j"], capture_output=True, text=True).stdout
-        jobs = [line.split()[0] for line in out.splitlines() if line.strip()]
-        if jobs:
-            time.sleep(3)  # let the run start inside the job
-            cancelled = jobs[0]
-            subprocess.run(["scancel", cancelled], check=True)
-        time.sleep(0.5)
-    assert cancelled, "no SLURM job was seen running"
+    cancelled = cancel_when_running("")
     output, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, output[-4000:]
     recs = records(tmp_path / "results")

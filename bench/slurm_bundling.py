@@ -4,7 +4,7 @@
 
 Needs the local cluster (as root: .venv/bin/python -m perfsweep.cluster.local_slurm start). Runs the
 same small ljmd sweep (2 studies, 12 configurations x k repetitions of short runs) from scratch through
-workflow/profiles/slurm three ways: per run (one sbatch each); bundled by perfsweep
+workflow/profiles/local-slurm three ways: per run (one sbatch each); bundled by perfsweep
 (`bundle: repetitions`: the k repetitions of a configuration run in one process in one allocation);
 and with Snakemake's job groups (--groups run=bundle --group-components bundle=N --cores C), which
 start a Snakemake process per grouped job inside the allocation. Prints the wall times, the ratios
@@ -39,7 +39,7 @@ def sweep(extra: list[str]) -> tuple[float, int, int]:
         (Path(tmp) / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
         targets = [str(Path(tmp) / "results" / "tables" / s / "medians.csv") for s in CONFIG["studies"]]
         cmd = [str(Path(sys.executable).with_name("snakemake")), *targets, "--snakefile", str(REPO / "Snakefile"),
-               "--profile", str(REPO / "workflow" / "profiles" / "slurm"), *extra,
+               "--profile", str(REPO / "workflow" / "profiles" / "local-slurm"), *extra,
                "--configfile", str(Path(tmp) / "c.yaml")]
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=tmp, check=True, capture_output=True)

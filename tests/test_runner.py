@@ -105,15 +105,22 @@ def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
     assert rec["status"] == "killed" and rec["error"] == "terminated by signal 15"
 
 
-def test_mpiexec_uses_the_fork_launcher_inside_a_slurm_job(monkeypatch):
-    from perfsweep.runner import inside_allocation
+def test_inside_a_slurm_job_the_cluster_launcher_starts_the_ranks(tmp_path, monkeypatch):
+    from perfsweep.runner import launch_command
 
-    cmd = ["/x/mpiexec", "-n", "2", "python", "app.py"]
+    sweep = load_config({"app": {"name": "ljmd"}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
+                         "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path),
+                         "cluster": {"launcher": "openmpi"}})
+    spec = RunSpec.build(sweep, sweep.studies[0].configurations()[1], 0)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
-    assert inside_allocation(cmd) == cmd
+    command, env = launch_command(spec)
+    assert command == spec.command and command[0].endswith("mpiexec") and env is None
     monkeypatch.setenv("SLURM_JOB_ID", "42")
-    assert inside_allocation(cmd) == ["/x/mpiexec", "-launcher", "fork", "-n", "2", "python", "app.py"]
-    assert inside_allocation(["srun", "-n", "2", "a"]) == ["srun", "-n", "2", "a"]
+    monkeypatch.setenv("SLURM_TASKS_PER_NODE", "1(x2)")  # the allocation is known: no scontrol call
+    command, env = launch_command(spec)
+    assert command[:3] == ["mpirun", "-n", "2"] and command[3:] == spec.command[3:]
+    assert "-launcher" not in command  # no MPICH-only options for Open MPI
+    assert env["SLURM_JOB_ID"] == "42"
 
 
 def test_non_utf8_output_and_a_crash_by_signal_leave_records(tmp_path):

@@ -240,6 +240,11 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     if "{p}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
         raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
 
+    threads = data["cluster"]["cpus_per_task"]
+    if isinstance(threads, str) and threads not in parameters:
+        raise ConfigError(source, "cluster.cpus_per_task",
+                          f"{threads!r} is neither a number nor a parameter (known: {', '.join(parameters)})")
+
     var = data["variability"]
     return SweepConfig(
         source=source,
@@ -255,7 +260,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         retries=int(data["retries"]),
         results=data["results"],
         bundle=data["bundle"],
-        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper")},
+        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
 
 

@@ -161,8 +161,27 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
     return lines
 
 
+def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str | os.PathLike[str],
+                   dry_run: bool = False, log=print) -> list[str]:
+    """With ``bundle: repetitions`` only a configuration's manifest (``<results>/bundles/<study>/<config>.txt``)
+    is a Snakemake output: where one of its records is missing (deleted, or set aside as damaged), the
+    manifest is set aside too, so that the bundle runs again. Returns one line per reopened bundle."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    lines: list[str] = []
+    for path, fields in expected:
+        manifest = Path(results) / "bundles" / fields["study"] / f"{fields['config_id']}.txt"
+        if os.path.lexists(path) or not manifest.exists():
+            continue
+        line = f"perfsweep: {path} is missing; the bundle of {fields['study']}/{fields['config_id']} runs again"
+        if not dry_run:
+            set_aside(manifest, results, stamp)
+        lines.append(line)
+        log(line)
+    return lines
+
+
 def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir: str = ".snakemake",
-            dry_run: bool = False) -> None:
+            dry_run: bool = False, bundles: bool = False) -> None:
     """What the workflow calls while it is parsed in the main Snakemake process."""
     def log(line: str) -> None:
         sys.stderr.write(line + "\n")
@@ -172,6 +191,8 @@ def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir:
     if not dry_run:
         clear_stale_state(state_dir, results, log=log)
     repair_records(expected, results, dry_run=dry_run, log=log)
+    if bundles:
+        reopen_bundles(expected, results, dry_run=dry_run, log=log)
 
 
 def dry_run_requested(argv: list[str]) -> bool:

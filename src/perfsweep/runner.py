@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,10 +61,12 @@ class RunSpec:
     patterns: dict[str, str] = field(default_factory=dict)
     launcher: str = ""
     profile: str | None = None  # Score-P profile of an external app (perfsweep.apps.scorep)
+    # inside a SLURM job: {"command": [...], "kind": "srun"|"mpich"|"openmpi"|"template"} (perfsweep.cluster.launch)
+    cluster: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
-        data = asdict(self)
+        data = dict(vars(self))  # the fields are plain JSON (asdict copies: slow)
         if data["profile"] is None:  # specs without a profile keep their text (no reruns)
             del data["profile"]
         return json.dumps(data, sort_keys=True)
@@ -87,23 +89,30 @@ class RunSpec:
         fmt = {k: format_value(v) for k, v in params.items()}
         launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)
         app = sweep.study(study).app
+        cluster = cluster_launch(sweep, params, fmt)
+
+        def assemble(prefix: list[str]) -> list[str]:
+            if "name" in app:
+                command = [*prefix, sys.executable, "-m", BUILTIN_APPS[app["name"]].module]
+                for name, value in params.items():
+                    if name != sweep.processes:
+                        command += [f"--{name}", fmt[name]]
+                for name, value in sorted(app.get("args", {}).items()):
+                    command += [f"--{name}", format_value(value)]
+                return command
+            text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in prefix))
+            return shlex.split(text.format(**fmt))
+
+        cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))
+        del cluster["prefix"]
         if "name" in app:
-            builtin = BUILTIN_APPS[app["name"]]
-            command = [*launcher, sys.executable, "-m", builtin.module]
-            for name, value in params.items():
-                if name != sweep.processes:
-                    command += [f"--{name}", fmt[name]]
-            for name, value in sorted(app.get("args", {}).items()):
-                command += [f"--{name}", format_value(value)]
-            return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
-                       report_path="{report}", launcher=" ".join(launcher))
-        text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in launcher))
-        command = shlex.split(text.format(**fmt))
+            return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
+                       report_path="{report}", launcher=" ".join(launcher), cluster=cluster)
         report = app.get("timings_json")
-        return cls(study, config_id, repetition, params, command, sweep.timeout, archive,
+        return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
-                   launcher=" ".join(launcher),
+                   launcher=" ".join(launcher), cluster=cluster,
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
 
@@ -116,34 +125,52 @@ def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") ->
     return shlex.split(template.format(**values))
 
 
-def inside_allocation(command: list[str]) -> list[str]:
-    """Inside a SLURM job, MPICH's Hydra mpiexec would bootstrap through SLURM itself and can hang; a
-    run's p ranks share one task's CPUs on one node, so it starts them with the fork launcher."""
-    if "SLURM_JOB_ID" not in os.environ or not command or Path(command[0]).name not in ("mpiexec", "mpirun"):
-        return command
-    if "-launcher" in command or "-bootstrap" in command:
-        return command
-    return [command[0], "-launcher", "fork", *command[1:]]
+def cluster_launch(sweep: SweepConfig, params: dict[str, Any], fmt: dict[str, str]) -> dict[str, Any]:
+    """The launch prefix of this run inside a SLURM job, from the config's cluster: section."""
+    from perfsweep.cluster.launch import KINDS, ClusterSettings
+
+    settings = ClusterSettings.from_config(sweep.extra.get("cluster"))
+    threads = settings.threads(params)
+    prefix = settings.launcher_argv(int(params[sweep.processes]), threads, fmt)
+    kind = settings.launcher if settings.launcher in KINDS else "template"
+    return {"kind": kind, "threads": threads, "prefix": prefix, "settings": settings}
+
+
+def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
+    """The command and environment of this run: inside a SLURM job the cluster launcher's."""
+    if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
+        return list(spec.command), None
+    from perfsweep.cluster.launch import launch_env
+
+    return list(spec.cluster["command"]), launch_env(spec.cluster["kind"])
 
 
 def slurm_info() -> dict[str, str] | None:
     """The SLURM job this process runs in, if any."""
     if "SLURM_JOB_ID" not in os.environ:
         return None
+    env = dict(os.environ)
+    if "SLURM_JOB_NODELIST" not in env:  # cleared by the plugin's job step: ask the controller
+        from perfsweep.cluster.launch import allocation_env
+
+        env.update(allocation_env(env["SLURM_JOB_ID"]))
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
-            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME"}
-    return {k: os.environ[v] for k, v in keys.items() if v in os.environ}
+            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
+            "tasks_per_node": "SLURM_TASKS_PER_NODE"}
+    return {k: env[v] for k, v in keys.items() if v in env}
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _run_process(command: list[str], timeout: float) -> tuple[int | None, str, str, float]:
+def _run_process(command: list[str], timeout: float,
+                 env: dict[str, str] | None = None) -> tuple[int | None, str, str, float]:
     """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
     # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env=env)
     try:
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
@@ -180,8 +207,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
     """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
     with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
         report_path = spec.report_path
-        command = list(spec.command)
-        command = inside_allocation(command)
+        command, env = launch_command(spec)
         if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
             report_path = str(Path(tmp) / "report.json")
             command += ["--report", report_path]
@@ -205,7 +231,9 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         started = time.time()
         try:
             with scorep.environment(spec.profile):
-                rc, out, err, wall = _run_process(command, spec.timeout)
+                if env is not None and spec.profile:  # the cluster launcher's environment, made before
+                    env = {**env, scorep.ENV: os.environ[scorep.ENV]}
+                rc, out, err, wall = _run_process(command, spec.timeout, env)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
@@ -235,6 +263,10 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                 scorep.add_profile(record, spec.profile, started)
             except (OSError, ValueError, KeyError, TypeError, IndexError, re.error) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
+            from perfsweep.cluster.launch import expand_hostlist, placement
+
+            nodelist = (record["slurm"] or {}).get("nodelist")
+            record.update(placement(record.get("ranks"), expand_hostlist(nodelist) if nodelist else [record["host"]]))
         record["status"], record["error"] = status, error
         if status != "ok":
             record["time"] = None
@@ -304,9 +336,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", required=True, action="append")
     ap.add_argument("--attempt", type=int, default=1)
     ap.add_argument("--retries", type=int, default=0)
+    ap.add_argument("--manifest", help="bundle: once every record is written, list their paths here")
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
+    if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
+        from perfsweep.cluster.ended import record_ended_runs
+
+        record_ended_runs([(RunSpec.from_json(t), o) for t, o in zip(args.spec, args.output)], args.attempt)
+        return _write_manifest(args.manifest, args.output)
+    if args.manifest and args.attempt == 1:
+        # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
+        # execution as Snakemake clears outputs before a job (each was archived when it was written)
+        for output in args.output:
+            Path(output).unlink(missing_ok=True)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _raise_interrupted)
     retry = False
@@ -333,7 +376,16 @@ def main(argv: list[str] | None = None) -> int:
             _release(lock)
         if record["status"] != "ok":
             print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
-    return 1 if retry else 0
+    return 1 if retry else _write_manifest(args.manifest, args.output)
+
+
+def _write_manifest(path: str | None, outputs: list[str]) -> int:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        tmp = f"{path}.tmp"
+        Path(tmp).write_text("".join(f"{o}\n" for o in outputs))
+        os.replace(tmp, path)
+    return 0
 
 
 def _lock_output(output: str) -> int:

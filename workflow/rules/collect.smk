@@ -6,13 +6,15 @@ localrules:
 
 rule collect:
     input:
-        records=get_run_records,
+        records=get_run_inputs,
     output:
         runs=f"{R}/tables/{{study}}/runs.csv",
         ranks=f"{R}/tables/{{study}}/ranks.csv",
         regions=f"{R}/tables/{{study}}/regions.csv",
     log:
         f"{R}/logs/collect/{{study}}.log",
+    params:
+        records=get_run_records,
     script:
         "../../scripts/collect.py"
 

@@ -1,7 +1,9 @@
+import functools
 import os
 import sys
 
 from perfsweep.config import ConfigError, load_config, load_config_file
+from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.runner import RunSpec
 
 PYTHON = sys.executable
@@ -46,6 +48,18 @@ def get_run_records(wildcards):
     ]
 
 
+def get_run_inputs(wildcards):
+    """What a study's tables wait for: its run records, or with `bundle: repetitions` one manifest per
+    configuration (a bundle job's one declared output: a leaner DAG, see run.smk)."""
+    if SWEEP.bundle != "repetitions":
+        return get_run_records(wildcards)
+    return [get_bundle_manifest(wildcards.study, c.config_id) for c in STUDIES[wildcards.study].configurations()]
+
+
+def get_bundle_manifest(study, config_id):
+    return f"{R}/bundles/{study}/{config_id}.txt"
+
+
 def get_processes(wildcards):
     return int(CONFIGS[(wildcards.study, wildcards.config)].params[SWEEP.processes])
 
@@ -70,14 +84,16 @@ def get_paper_input(key, default):
     return SWEEP.extra["paper"].get(key, os.path.join(REFERENCE_DATA, default))
 
 
-def get_bundle_args(study, config_id, output):
+def get_bundle_args(study, config_id):
     """--spec/--output pairs for all repetitions of one configuration (bundle mode), shell-quoted."""
     import shlex
+    from dataclasses import replace
 
-    cfg = CONFIGS[(study, config_id)]
+    spec = RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)  # built once, k repetitions of it
     return " ".join(
-        f"--spec {shlex.quote(RunSpec.build(SWEEP, cfg, k).to_json())} --output {shlex.quote(path)}"
-        for k, path in enumerate(output)
+        f"--spec {shlex.quote(replace(spec, repetition=k).to_json())}"
+        f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{k}.json')}"
+        for k in range(STUDIES[study].repetitions)
     )
 
 
@@ -100,3 +116,31 @@ def get_study_outputs(study):
 
 def get_final_outputs(wildcards):
     return [p for s in STUDIES for p in get_study_outputs(s)] + [f"{R}/tables/models_summary.csv"]
+
+
+# --- SLURM: what each run job asks for (perfsweep.cluster.launch; config key cluster:) ---
+CLUSTER = ClusterSettings.from_config(SWEEP.extra["cluster"])
+RUN_RESOURCE_KEYS = list(CLUSTER.resources(2, 1, 1, final=False))
+
+
+def get_run_resource(key, study=None):
+    """One SLURM resource of a run job (of a bundle of ``study`` if given). The attempt after the last
+    real one (retries + 2) only writes the failure record of a run SLURM ended, on one CPU."""
+
+    def value(wildcards, attempt):
+        s = study or wildcards.study
+        return _run_resources(s, wildcards.config, study is not None, attempt > SWEEP.retries + 1)[key]
+
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _run_resources(study, config_id, bundled, final):
+    cfg = CONFIGS[(study, config_id)]
+    runs = STUDIES[study].repetitions if bundled else 1
+    minutes = max(1, int(runs * SWEEP.timeout // 60) + 1)
+    return CLUSTER.resources(int(cfg.params[SWEEP.processes]), CLUSTER.threads(cfg.params), minutes, final)
+
+
+def get_run_resources(study=None):
+    return {key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}

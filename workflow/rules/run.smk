@@ -4,13 +4,21 @@
 #
 # With `bundle: repetitions` in the config, the k repetitions of a configuration run one after the
 # other in one job (one SLURM allocation): far fewer scheduler jobs for many short runs. Raising k then
-# reruns the configuration's bundle.
+# reruns the configuration's bundle. The bundle job declares one output, a manifest listing its k
+# records (written by the runner once every record is written): k times fewer files in the DAG, which
+# is what makes a 77,760-run grid plan fast (bench/planning_scale.py).
+#
+# On SLURM a run of p ranks asks for p tasks and the plugin's mpi resource (get_run_resources); the
+# runner starts the ranks with the cluster launcher (config key cluster:). Snakemake retries a run job
+# `retries` times, then once more: that last attempt runs nothing and writes the failure record of a
+# run whose SLURM job ended without one (cancelled, node failure, time limit).
 #
 # Restart and repair (perfsweep.recovery), in the main Snakemake process before it plans anything:
 # after an interruption of any kind (even SIGKILL of Snakemake alone) the same command completes the
 # sweep: stale locks go, finished records are kept (they are written atomically), runs still in flight
 # are waited for. Damaged records are named in one line, moved under results/quarantine/ and measured
-# again; every record is a target of `all`, so a deleted one is measured again too.
+# again; every record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is
+# measured again too.
 
 
 def get_expected_records():
@@ -26,13 +34,17 @@ def get_expected_records():
 
 
 def get_all_run_records(wildcards=None):
+    """What `all` asks of the runs: every record, or with bundles every configuration's manifest."""
+    if SWEEP.bundle == "repetitions":
+        return [f"{R}/bundles/{s.name}/{c.config_id}.txt" for s in SWEEP.studies for c in s.configurations()]
     return [path for path, _ in get_expected_records()]
 
 
 if workflow.is_main_process:
     from perfsweep import recovery
 
-    recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]))
+    recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
+                     bundles=SWEEP.bundle == "repetitions")
 
 
 if SWEEP.bundle == "repetitions":
@@ -42,33 +54,42 @@ if SWEEP.bundle == "repetitions":
             name:
                 f"run_{_study.name}"
             output:
-                records=[f"{R}/runs/{_study.name}/{{config}}/rep{k}.json" for k in range(_study.repetitions)],
+                manifest=f"{R}/bundles/{_study.name}/{{config}}.txt",
+            log:
+                f"{R}/logs/runs/{_study.name}/{{config}}.log",
             params:
-                specs=lambda wildcards, output, s=_study.name: get_bundle_args(s, wildcards.config, output),
+                specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
                 retries=SWEEP.retries,
+                python=PYTHON,
+            conda:
+                "../../envs/perfsweep.yaml"
             threads: lambda wildcards, s=_study.name: int(CONFIGS[(s, wildcards.config)].params[SWEEP.processes])
-            retries: SWEEP.retries
+            retries: SWEEP.retries + 1
             resources:
                 attempt=lambda wildcards, attempt: attempt,
-                runtime=lambda wildcards, s=_study.name: max(
-                    1, int(STUDIES[s].repetitions * SWEEP.timeout // 60) + 1
-                ),
+                **get_run_resources(_study.name),
             shell:
-                "{PYTHON} -m perfsweep.runner {params.specs} --attempt {resources.attempt} --retries {params.retries}"
+                "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
+                " --retries {params.retries} --manifest {output.manifest:q} 2> {log:q}"
 
 else:
 
     rule run:
         output:
             record=f"{R}/runs/{{study}}/{{config}}/rep{{rep}}.json",
+        log:
+            f"{R}/logs/runs/{{study}}/{{config}}/rep{{rep}}.log",
         params:
             spec=get_run_spec,
             retries=SWEEP.retries,
+            python=PYTHON,
+        conda:
+            "../../envs/perfsweep.yaml"
         threads: get_processes
-        retries: SWEEP.retries
+        retries: SWEEP.retries + 1
         resources:
             attempt=lambda wildcards, attempt: attempt,
-            runtime=lambda wildcards: max(1, int(SWEEP.timeout // 60) + 1),
+            **get_run_resources(),
         shell:
-            "{PYTHON} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
-            " --attempt {resources.attempt} --retries {params.retries}"
+            "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            " --attempt {resources.attempt} --retries {params.retries} 2> {log:q}"

@@ -87,6 +87,8 @@ class RankTimer:
     def as_dict(self, rank: int) -> dict[str, Any]:
         total = self.elapsed()
         row: dict[str, Any] = {"rank": rank, "host": socket.gethostname(), "pid": os.getpid()}
+        # the SLURM node this rank runs on (several nodes may share one host, see perfsweep.cluster)
+        row["node"] = os.environ.get("SLURMD_NODENAME") or row["host"]
         row.update({k: self.phases[k] for k in PHASES})
         row["other"] = max(0.0, total - sum(self.phases.values()))
         row["total"] = total

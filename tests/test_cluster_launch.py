@@ -1,0 +1,168 @@
+"""Launchers, SLURM resources and the allocation of a run (perfsweep.cluster.launch), and the failure
+record of a run SLURM ended (perfsweep.cluster.ended). The real cluster runs are in test_slurm.py."""
+
+import json
+import os
+
+import pytest
+
+from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
+from perfsweep.cluster.launch import ClusterSettings, expand_hostlist, parse_job, placement
+from perfsweep.config import ConfigError, load_config
+from perfsweep.runner import RunSpec, main
+
+# `scontrol show job -d -o 20` of a 2-node job on the local cluster (SLURM 22.05), shortened
+SCONTROL = ("JobId=20 JobName=x UserId=root(0) JobState=RUNNING NodeList=n[1-2] BatchHost=n1 NumNodes=2 "
+            "NumCPUs=2 NumTasks=2 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=2,mem=2000M,node=2   "
+            "Nodes=n[1-2] CPU_IDs=0 Mem=1000 GRES= MinCPUsNode=1")
+
+
+def test_launcher_per_mpi_flavour():
+    values = {"p": "4", "n": "100"}
+    assert ClusterSettings().launcher_argv(4, 1, values) == ["srun", "--mpi=pmi2", "-n", "4"]
+    assert ClusterSettings(srun_mpi="pmix").launcher_argv(4, 2, values) == ["srun", "--mpi=pmix", "-n", "4", "-c", "2"]
+    mpich = ClusterSettings(launcher="mpich").launcher_argv(4, 1, values)
+    assert mpich[0].endswith("mpiexec") and mpich[1:] == ["-n", "4"]
+    assert ClusterSettings(launcher="openmpi", mpirun="/opt/ompi/bin/mpirun").launcher_argv(4, 1, values) == [
+        "/opt/ompi/bin/mpirun", "-n", "4"]
+    assert ClusterSettings(launcher="openmpi").launcher_argv(2, 3, values)[3:] == ["--map-by", "slot:PE=3"]
+    site = ClusterSettings(launcher="site-run -np {p} -t {threads} --tag n{n}")
+    assert site.launcher_argv(4, 2, values) == ["site-run", "-np", "4", "-t", "2", "--tag", "n100"]
+
+
+def test_resources_of_a_run_job():
+    s = ClusterSettings(partition="compute", account="proj42", qos="normal", cpus_per_node=48, mem_mb_per_cpu=2000)
+    res = s.resources(p=72, threads=1, minutes=11, final=False)
+    assert res == {"slurm_partition": "compute", "slurm_account": "proj42", "qos": "normal",
+                   "mem_mb_per_cpu": 2000, "tasks": 72, "cpus_per_task": 1, "mpi": "srun", "runtime": 11,
+                   "nodes": 2, "slurm_extra": "--exclusive"}
+    assert s.resources(p=24, threads=4, minutes=11, final=False)["nodes"] == 2  # 96 CPUs
+    # p = 1: the plugin's tasks > 1 rule for mpi jobs; the empty mpi still keeps its job step away
+    assert ClusterSettings(exclusive=False).resources(1, 1, 5, False) == {
+        "tasks": 1, "cpus_per_task": 1, "mpi": "", "runtime": 5, "slurm_extra": ""}
+    final = s.resources(p=72, threads=1, minutes=11, final=True)
+    assert final["tasks"] == 1 and final["nodes"] == 1 and final["runtime"] == 1 and final["slurm_extra"] == ""
+    assert set(final) == set(res)  # a rule's resources have the same keys on every attempt
+
+
+def test_threads_per_rank_from_a_parameter():
+    assert ClusterSettings(cpus_per_task="t").threads({"t": 4, "p": 2}) == 4
+    assert ClusterSettings().threads({"p": 2}) == 1
+
+
+def test_setup_and_modules_run_before_the_launch():
+    s = ClusterSettings(setup="source /opt/site/env.sh", envmodules=("gcc/12", "openmpi/4.1"))
+    cmd = s.wrap(["srun", "-n", "2", "./app"])
+    assert cmd[:2] == ["bash", "-lc"] and cmd[3:] == ["perfsweep-launch", "srun", "-n", "2", "./app"]
+    assert cmd[2] == 'source /opt/site/env.sh\nmodule load gcc/12 openmpi/4.1\nexec "$@"'
+    assert ClusterSettings().wrap(["a"]) == ["a"]
+
+
+def test_allocation_from_scontrol():
+    job = parse_job(SCONTROL)
+    assert job == {"nodelist": "n[1-2]", "num_nodes": 2, "num_tasks": 2, "cpus_per_task": 1,
+                   "groups": [("n[1-2]", 1)]}
+    assert expand_hostlist("n[1-3],login5,c[08-10]") == ["n1", "n2", "n3", "login5", "c08", "c09", "c10"]
+
+
+def test_placement_names_nodes_and_ranks_per_node():
+    ranks = [{"rank": 0, "host": "vm", "node": "n1"}, {"rank": 1, "host": "vm", "node": "n2"},
+             {"rank": 2, "host": "vm", "node": "n2"}]
+    assert placement(ranks, ["n1", "n2"]) == {"nodes": ["n1", "n2"], "ranks_per_node": {"n1": 1, "n2": 2}}
+    assert placement([{"rank": 0, "host": "vm"}], ["x"]) == {"nodes": ["vm"], "ranks_per_node": {"vm": 1}}
+    assert placement(None, ["n1", "n2"]) == {"nodes": ["n1", "n2"], "ranks_per_node": None}
+
+
+def test_cluster_section_is_validated(tmp_path):
+    base = {"app": {"name": "ljmd"}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5},
+            "studies": {"s": {"vary": {"n": [100, 200]}}}}
+    with pytest.raises(ConfigError, match=r"cluster: unknown key\(s\).*'partiton'"):
+        load_config(dict(base, cluster={"partiton": "x"}), "c.yaml")
+    with pytest.raises(ConfigError, match=r"cluster.cpus_per_node: 0 is less than the minimum of 1"):
+        load_config(dict(base, cluster={"cpus_per_node": 0}), "c.yaml")
+    with pytest.raises(ConfigError, match=r"cluster.cpus_per_task: 'threads' is neither a number nor a parameter"):
+        load_config(dict(base, cluster={"cpus_per_task": "threads"}), "c.yaml")
+    sweep = load_config(base, "c.yaml")
+    assert sweep.extra["cluster"] == {"launcher": "srun", "srun_mpi": "pmi2", "mpirun": "mpirun",
+                                      "cpus_per_task": 1, "exclusive": True}
+
+
+@pytest.fixture
+def spec(tmp_path):
+    sweep = load_config({"app": {"command": "./app {n}"}, "parameters": {"n": 1},
+                         "studies": {"s": {"vary": {"n": [1, 2]}}}, "results": str(tmp_path / "results")})
+    return RunSpec.build(sweep, sweep.studies[0].configurations()[0], 0)
+
+
+def slurm_log(tmp_path, job, wildcards, line, rule="rule_run"):
+    log = tmp_path / ".snakemake" / "slurm_logs" / rule / wildcards / f"{job}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"slurmstepd-n1: error: {line}\n")
+
+
+@pytest.mark.parametrize("line,status,says", [
+    ("*** JOB 31 ON n1 CANCELLED AT 2026-11-23T13:01:02 ***", "failed", "CANCELLED AT 2026-11-23T13:01:02"),
+    ("*** JOB 31 ON n2 CANCELLED AT 2026-11-23T13:01:02 DUE TO TIME LIMIT ***", "timeout", "DUE TO TIME LIMIT"),
+    ("*** JOB 31 ON n2 CANCELLED AT 2026-11-23T13:01:02 DUE TO NODE FAILURE ***", "failed", "DUE TO NODE FAILURE"),
+])
+def test_failure_record_says_how_slurm_ended_the_job(tmp_path, monkeypatch, spec, line, status, says):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLURM_JOB_ID", "32")  # this (bookkeeping) job's own log is not the one
+    slurm_log(tmp_path, 30, "s_n=2_0", "*** JOB 30 ON n1 CANCELLED AT 2026-11-23T13:00:00 ***")  # another run
+    slurm_log(tmp_path, 31, "s_n=1_0", line)
+    slurm_log(tmp_path, 32, "s_n=1_0", "")
+    os.utime(tmp_path / ".snakemake" / "slurm_logs" / "rule_run" / "s_n=1_0" / "32.log", (1, 1))
+    os.utime(tmp_path / ".snakemake" / "slurm_logs" / "rule_run" / "s_n=1_0" / "31.log", (2, 2))
+    assert slurm_end(spec)[0] == "31"
+    rec = ended_record(spec, "out.json", attempt=2)
+    assert rec["status"] == status and rec["attempt"] == 1 and rec["time"] is None
+    assert rec["error"].startswith("attempt 1 (the last) left no result: SLURM ended job 31: ") and says in rec["error"]
+
+
+def test_bundle_jobs_have_their_logs_per_configuration(tmp_path, monkeypatch, spec):
+    monkeypatch.chdir(tmp_path)
+    slurm_log(tmp_path, 40, "n=1", "*** JOB 40 ON n1 CANCELLED AT 2026-11-23T13:01:02 ***", rule="rule_run_s")
+    assert slurm_end(spec) == ("40", "JOB 40 ON n1 CANCELLED AT 2026-11-23T13:01:02")
+
+
+def test_job_ended_before_the_run_started(tmp_path, monkeypatch, spec):
+    """No log line and no archived attempt (cancelled while pending): still a failure record, archived
+    too, exit 0; an existing record is never overwritten."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
+    assert main(["--spec", spec.to_json(), "--output", str(out), "--attempt", "2", "--retries", "0"]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "failed" and "ended before the run started" in rec["error"]
+    assert len(list((tmp_path / "results" / "archive").rglob("rep0.attempt2.*.json"))) == 1
+    before = out.read_text()
+    assert record_ended_runs([(spec, str(out))], 3) == 0 and out.read_text() == before
+
+
+def test_archived_interrupted_attempt_names_its_job(tmp_path, monkeypatch, spec):
+    monkeypatch.chdir(tmp_path)
+    archive = tmp_path / "results" / "archive" / "s" / "n=1"
+    archive.mkdir(parents=True)
+    (archive / "rep0.attempt1.20261123T130000.000000Z.json").write_text(json.dumps(
+        {"status": "killed", "error": "terminated by signal 15", "slurm": {"job_id": "77"}, "host": "vm"}))
+    rec = ended_record(spec, "x.json", attempt=2)
+    assert "SLURM job 77 ended the run (terminated by signal 15)" in rec["error"] and rec["slurm"]["job_id"] == "77"
+
+
+def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
+    from dataclasses import replace
+
+    outs = [tmp_path / "runs" / f"rep{k}.json" for k in range(2)]
+    outs[1].parent.mkdir(parents=True)
+    outs[1].write_text("{}")  # a record of an earlier execution of this bundle
+    manifest = tmp_path / "bundles" / "n=1.txt"
+    argv = []
+    for k, out in enumerate(outs):
+        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    # the bookkeeping attempt after the last (retries 0: attempt 2) fills in what is missing, then the manifest
+    assert main([*argv, "--attempt", "2", "--retries", "0", "--manifest", str(manifest)]) == 0
+    assert manifest.read_text().splitlines() == [str(o) for o in outs]
+    assert outs[1].read_text() == "{}" and json.loads(outs[0].read_text())["status"] == "failed"
+    # a first attempt starts the bundle afresh: the earlier records go (they are in the archive)
+    manifest.unlink()
+    assert main([*argv, "--attempt", "1", "--retries", "0", "--manifest", str(manifest)]) == 0
+    assert all(json.loads(o.read_text())["attempt"] == 1 for o in outs) and manifest.exists()

@@ -1,0 +1,51 @@
+"""The test suite changes nothing on the machine unless asked: the SLURM tests start daemons only with
+PERFSWEEP_TEST_SLURM=1, and install no packages at all."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+from test_slurm import OPT_IN, cluster_skip_reason
+
+DAEMONS = {"slurmctld", "slurmd", "slurmdbd", "munged"}
+
+
+def daemon_pids():
+    pids = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "comm").read_text().strip() in DAEMONS:
+                    pids.add(int(proc.name))
+            except OSError:
+                pass
+    return pids
+
+
+def package_state():
+    proc = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Status}\n", "slurmctld", "slurmd", "munge"],
+                          capture_output=True, text=True)
+    return proc.stdout
+
+
+def test_skip_reason_names_the_opt_in():
+    assert OPT_IN in cluster_skip_reason(env={}, euid=0)
+    assert OPT_IN in cluster_skip_reason(env={OPT_IN: "yes"}, euid=0)  # only "1" opts in
+    assert "root" in cluster_skip_reason(env={OPT_IN: "1"}, euid=1000)
+    assert cluster_skip_reason(env={OPT_IN: "1"}, euid=0) is None
+
+
+def test_without_the_opt_in_the_slurm_tests_skip_and_start_nothing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != OPT_IN}
+    daemons, packages = daemon_pids(), package_state()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                           str(REPO / "tests" / "test_slurm.py"), "--basetemp", str(tmp_path / "t")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "passed" not in out and "failed" not in out and "error" not in out.lower(), out[-3000:]
+    assert "SKIPPED" in out and f"set {OPT_IN}=1 to run them" in out, out[-3000:]
+    assert daemon_pids() <= daemons, "a daemon was started without the opt-in"
+    assert package_state() == packages

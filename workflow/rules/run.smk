@@ -18,33 +18,7 @@
 # sweep: stale locks go, finished records are kept (they are written atomically), runs still in flight
 # are waited for. Damaged records are named in one line, moved under results/quarantine/ and measured
 # again; every record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is
-# measured again too.
-
-
-def get_expected_records():
-    """(record path, what its path stands for) for every run of the sweep."""
-    out = []
-    for s in SWEEP.studies:
-        for c in s.configurations():
-            varied = {n: c.params[n] for n in s.vary}
-            for k in range(s.repetitions):
-                out.append((f"{R}/runs/{s.name}/{c.config_id}/rep{k}.json",
-                            dict(study=s.name, config_id=c.config_id, repetition=k, params=varied)))
-    return out
-
-
-def get_all_run_records(wildcards=None):
-    """What `all` asks of the runs: every record, or with bundles every configuration's manifest."""
-    if SWEEP.bundle == "repetitions":
-        return [f"{R}/bundles/{s.name}/{c.config_id}.txt" for s in SWEEP.studies for c in s.configurations()]
-    return [path for path, _ in get_expected_records()]
-
-
-if workflow.is_main_process:
-    from perfsweep import recovery
-
-    recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
-                     bundles=SWEEP.bundle == "repetitions")
+# measured again too. (get_expected_records, get_all_run_records and that step are in common.smk.)
 
 
 if SWEEP.bundle == "repetitions":

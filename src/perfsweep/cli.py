@@ -137,23 +137,9 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
 
 
 def _load_model(args: argparse.Namespace):
-    """The model of a models.json, or one line naming the file if it is not one."""
     from perfsweep.modeling.predict import load_model
 
-    try:
-        return load_model(args.models, args.region, args.metric)
-    except UserError:
-        raise
-    except IsADirectoryError:
-        raise UserError(f"{args.models}: is a directory, not a models.json") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{args.models}: not UTF-8 text (byte {exc.object[exc.start]:#x} at offset "
-                        f"{exc.start}); give a models.json written by the pipeline") from None
-    except ValueError as exc:  # json.JSONDecodeError and bad values in a model
-        raise UserError(f"{args.models}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
-    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
-        raise UserError(f"{args.models}: not a valid models.json (unexpected content: "
-                        f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
+    return load_model(args.models, args.region, args.metric)
 
 
 def _predict(args: argparse.Namespace) -> int:

@@ -33,14 +33,29 @@ class PredictError(UserError):
 
 
 def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = "time") -> Model:
-    with open(path) as fh:
-        entries = json.load(fh)
-    for e in entries:
-        if e["region"] == region and e["metric"] == metric:
-            model = Model.from_dict(e["model"])
-            model.processes = model.processes or e.get("processes")
-            return model
-    have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
+    """The model of (region, metric) in a models.json; anything else than such a file is one PredictError
+    line naming it (FileNotFoundError stays, for the caller to report)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            entries = json.load(fh)
+        for e in entries:
+            if e["region"] == region and e["metric"] == metric:
+                model = Model.from_dict(e["model"])
+                model.processes = model.processes or e.get("processes")
+                return model
+        have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
+    except IsADirectoryError:
+        raise PredictError(f"{path}: is a directory, not a models.json") from None
+    except UnicodeDecodeError as exc:
+        raise PredictError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#x} at offset "
+                           f"{exc.start}); give a models.json written by the pipeline") from None
+    except PredictError:
+        raise
+    except ValueError as exc:  # json.JSONDecodeError and bad values in a model
+        raise PredictError(f"{path}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
+    except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
+        raise PredictError(f"{path}: not a valid models.json (unexpected content: "
+                           f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
     raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have})")
 
 

@@ -2,11 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 from perfsweep import stages
-from perfsweep.errors import UserError
+from perfsweep.errors import one_line_errors
 
-try:
+with one_line_errors():  # e.g. a study in which every run failed
     stages.aggregate(**snakemake.input, **snakemake.output, **snakemake.params)
-except UserError as exc:  # e.g. a study in which every run failed: one line, in the log and on the console
-    for stream in (sys.stderr, sys.__stderr__):
-        print(f"perfsweep: {exc}", file=stream, flush=True)
-    sys.exit(1)

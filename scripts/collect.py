@@ -2,11 +2,7 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 from perfsweep import stages
-from perfsweep.errors import UserError
+from perfsweep.errors import one_line_errors
 
-try:
-    stages.collect(snakemake.params.records, **snakemake.output)  # input: records or bundle manifests
-except UserError as exc:  # a record damaged after the sweep was planned: one line naming the file
-    for stream in (sys.stderr, sys.__stderr__):
-        print(f"perfsweep: {exc}", file=stream, flush=True)
-    sys.exit(1)
+with one_line_errors():  # a record damaged after the sweep was planned: one line naming the file
+    stages.collect(snakemake.params.records, **snakemake.output)  # records or bundle manifests

@@ -72,6 +72,11 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 STATUSES = ("ok", "failed", "timeout")
 
 
+def is_time(value: Any) -> bool:
+    """A measured time: a finite number >= 0 (not a bool, not a string)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
 class DamagedRecord(UserError):
     """A run record that cannot be used: unreadable, incomplete, or not the run its path names."""
 
@@ -116,7 +121,7 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
     if rec["status"] == "ok":
         if isinstance(t, bool) or not isinstance(t, (int, float)):
             raise bad(f"time: {t!r} is not a number (status ok)")
-        if not math.isfinite(t) or t < 0:
+        if not is_time(t):
             raise bad(f"time: {t!r} is not a finite number >= 0")
     expected = {"study": study, "config_id": config_id, "repetition": repetition}
     for key, want in expected.items():

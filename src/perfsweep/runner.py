@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import re
 import shlex
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
-from perfsweep.records import RUN_SCHEMA, write_json_atomic
+from perfsweep.records import RUN_SCHEMA, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
     from perfsweep.config import Configuration, SweepConfig
@@ -314,7 +313,7 @@ def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_pat
         if report.get("extra"):
             record["app_extra"] = report["extra"]
         t = report.get("time", max(r["total"] for r in report["ranks"]))
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        if not is_time(t):
             raise ValueError(f"timings file {report_path}: time {t!r} is not a finite number >= 0")
         record["time"] = float(t)
     if found["time"] is not None:

@@ -2,6 +2,12 @@
 # The config is validated (schema and meaning) before any job is planned; see workflow/rules/common.smk.
 
 
+from snakemake.utils import min_version
+
+
+min_version("9.20")  # as pyproject.toml and envs/perfsweep.yaml ask
+
+
 report: "workflow/report/workflow.rst"
 
 
@@ -9,7 +15,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/run.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/models.smk"
-include: "workflow/rules/plots.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/overhead.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/report.smk"

@@ -1,8 +1,7 @@
+# Rule aggregate -> perfsweep.stages.aggregate.run, its input/output/params keys checked against run's parameters
 import sys
 
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import stages
-from perfsweep.errors import one_line_errors
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
+from perfsweep.stages import call, aggregate  # noqa: E402
 
-with one_line_errors():  # e.g. a study in which every run failed
-    stages.aggregate(**snakemake.input, **snakemake.output, **snakemake.params)
+call(snakemake, aggregate.run)  # noqa: F821

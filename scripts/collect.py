@@ -1,8 +1,7 @@
+# Rule collect -> perfsweep.stages.collect.run, its input/output/params keys checked against run's parameters
 import sys
 
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import stages
-from perfsweep.errors import one_line_errors
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
+from perfsweep.stages import call, collect  # noqa: E402
 
-with one_line_errors():  # a record damaged after the sweep was planned: one line naming the file
-    stages.collect(snakemake.params.records, **snakemake.output)  # records or bundle manifests
+call(snakemake, collect.run)  # noqa: F821

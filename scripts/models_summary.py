@@ -1,6 +1,7 @@
+# Rule models_summary -> perfsweep.stages.models_summary.run, its input/output/params keys checked against run's parameters
 import sys
 
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import stages
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
+from perfsweep.stages import call, models_summary  # noqa: E402
 
-stages.models_summary(snakemake.input.models, snakemake.output.summary)
+call(snakemake, models_summary.run)  # noqa: F821

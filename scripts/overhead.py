@@ -1,7 +1,7 @@
+# Rule overhead -> perfsweep.stages.overhead.run, its input/output/params keys checked against run's parameters
 import sys
 
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import stages
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
+from perfsweep.stages import call, overhead  # noqa: E402
 
-stages.overhead(snakemake.input.medians, **snakemake.output, **snakemake.params,
-                study=snakemake.wildcards.study)
+call(snakemake, overhead.run)  # noqa: F821

@@ -1,7 +1,7 @@
+# Rule paper_hofinger -> perfsweep.stages.paper_hofinger.run, its input/output/params keys checked against run's parameters
 import sys
-from pathlib import Path
 
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import stages
+sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
+from perfsweep.stages import call, paper_hofinger  # noqa: E402
 
-stages.paper_hofinger(snakemake.input.table, Path(snakemake.output.note).parent)
+call(snakemake, paper_hofinger.run)  # noqa: F821

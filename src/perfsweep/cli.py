@@ -75,9 +75,23 @@ def _check_sample_output(sweep, path: str) -> int:
     return 0
 
 
+def workflow_dir(given: str | None) -> Path:
+    """The perfsweep checkout whose Snakefile runs a sweep: ``given`` (--workflow), else
+    $PERFSWEEP_WORKFLOW, else the checkout this package is imported from (the source tree, an editable
+    install). A non-editable install (pip install ., a wheel) carries no workflow: give its checkout."""
+    given = given or os.environ.get("PERFSWEEP_WORKFLOW")
+    path = Path(given) if given else REPO_ROOT
+    if not (path / "Snakefile").is_file():
+        raise UserError(f"--workflow {given}: no Snakefile there (give the perfsweep checkout)" if given else
+                        "no workflow beside this installed perfsweep: give --workflow <the perfsweep checkout, "
+                        "which holds Snakefile> or set PERFSWEEP_WORKFLOW")
+    return path
+
+
 def _run(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
-    base = [str(Path(sys.executable).with_name("snakemake")), "--snakefile", str(REPO_ROOT / "Snakefile"),
+    snakefile = workflow_dir(args.workflow) / "Snakefile"
+    base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]
     keep_going = [] if args.stop_on_error else ["--keep-going"]
     cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
@@ -109,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-report", action="store_true", help="skip the HTML report after the sweep")
     r.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first failed job (default: finish every other study, Snakemake --keep-going)")
+    r.add_argument("--workflow", metavar="DIR", default=None,
+                   help="the perfsweep checkout holding the Snakefile (default: $PERFSWEEP_WORKFLOW, else the "
+                        "checkout perfsweep runs from; needed after a non-editable install)")
     r.set_defaults(func=_run, snakemake=[])
     for register in _EXTENSIONS:
         register(sub)

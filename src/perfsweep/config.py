@@ -27,11 +27,11 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, RUN_METRICS, ParamSpec
+from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, PROCESSES, RUN_METRICS, ParamSpec
 from perfsweep.errors import UserError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
+SCHEMA = "schemas/config.schema.yaml"  # package data: the one copy of the config schema
 
 
 class ConfigError(UserError):
@@ -69,10 +69,25 @@ class Study:
     scaling: str = "auto"
     description: str = ""
     app: dict[str, Any] = field(default_factory=dict)
+    processes: str = PROCESS_COUNT  # the sweep's process-count parameter (config key processes:)
 
     @property
     def varied(self) -> list[str]:
         return list(self.vary)
+
+    def varies_processes(self) -> bool:
+        """Whether the study varies the process count (then it also gets the overhead and metrics stages)."""
+        return self.processes in self.vary
+
+    def outputs(self, results: str) -> list[str]:
+        """What the workflow makes of this study under ``results`` (one file per stage; `rule all` asks
+        for them; the report's pages are workflow/rules/report.smk's)."""
+        t, f = f"{results}/tables/{self.name}", f"{results}/figures/{self.name}"
+        out = [f"{t}/runs.csv", f"{t}/variability.csv", f"{t}/medians.csv", f"{f}/time_vs_parameters.png",
+               f"{f}/grid.png", f"{f}/model_vs_measurement.png", f"{results}/models/{self.name}/models.csv"]
+        if self.varies_processes():
+            out += [f"{results}/overhead/{self.name}/overhead.png", f"{results}/metrics/{self.name}/pop.png"]
+        return out
 
     def configurations(self) -> list[Configuration]:
         names = list(self.vary)
@@ -113,8 +128,14 @@ class SweepConfig:
 
 
 def _schema() -> dict[str, Any]:
-    with open(SCHEMA_PATH) as fh:
-        return yaml.safe_load(fh)
+    """The config schema (package data, so that an installed perfsweep validates configs too), with the
+    facts whose home is the app registry: the built-in apps' names and the process count's default name."""
+    from importlib import resources
+
+    schema = yaml.safe_load(resources.files("perfsweep").joinpath(SCHEMA).read_text())
+    schema["definitions"]["app"]["properties"]["name"]["enum"] = list(BUILTIN_APPS)
+    schema["properties"]["processes"]["default"] = PROCESS_COUNT
+    return schema
 
 
 def _path_text(path: Iterable[Any]) -> str:
@@ -232,12 +253,14 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 scaling=sdef.get("scaling", "auto"),
                 description=sdef.get("description", ""),
                 app=s_app,
+                processes=procs,
             )
         )
 
     names = {*parameters, *(n for st in studies for n in st.fixed), *(n for st in studies for n in st.vary)}
-    _check_template(source, "launcher", data["launcher"], ["mpiexec", "p", *sorted(names - {"p"})])
-    if "{p}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
+    p = PROCESS_COUNT  # the launcher's placeholder of the process count, whatever the parameter's name
+    _check_template(source, "launcher", data["launcher"], ["mpiexec", p, *sorted(names - {p})])
+    if "{" + p + "}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
         raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
 
     threads = data["cluster"]["cpus_per_task"]

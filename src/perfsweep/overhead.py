@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from perfsweep.apps.registry import PROCESS_COUNT
+
 
 # A triple's 3x3 system above this condition number has no usable solution (rounding decides it).
 SINGULAR_CONDITION = 1e12
@@ -296,7 +298,7 @@ def analyse(n, t, t1: float | None, tau_measured=None, top: int = 2) -> dict[str
     return {"fit": fit, "triples": tri, "curve": curve, "top": distinct, "t1": t1}
 
 
-def fit_per_group(medians, p_col: str = "p", time_col: str = "median", group_cols: list[str] | None = None):
+def fit_per_group(medians, p_col: str = PROCESS_COUNT, time_col: str = "median", group_cols: list[str] | None = None):
     """One overhead fit per combination of the other parameters of a study's medians table.
 
     Returns (fits, curves, results): ``fits`` has one row per group (t_1, f_s, b, c, RMSD, Amdahl f,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
+from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.records import RUN_SCHEMA, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -115,11 +116,11 @@ class RunSpec:
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
 
-def launcher_prefix(template: str, fmt: dict[str, str], processes: str = "p") -> list[str]:
+def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS_COUNT) -> list[str]:
     """Expand the launcher template; ``{mpiexec}`` is the mpiexec installed beside this Python."""
     mpiexec = Path(sys.executable).with_name("mpiexec")
     values = dict(fmt)
-    values.setdefault("p", fmt.get(processes, "1"))
+    values.setdefault(PROCESS_COUNT, fmt.get(processes, "1"))
     values["mpiexec"] = str(mpiexec) if mpiexec.exists() else "mpiexec"
     return shlex.split(template.format(**values))
 

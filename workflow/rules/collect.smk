@@ -6,7 +6,7 @@ localrules:
 
 rule collect:
     input:
-        records=get_run_inputs,
+        get_run_inputs,  # the records, or with bundles their manifests; params.records are read
     output:
         runs=f"{R}/tables/{{study}}/runs.csv",
         ranks=f"{R}/tables/{{study}}/ranks.csv",
@@ -15,6 +15,8 @@ rule collect:
         f"{R}/logs/collect/{{study}}.log",
     params:
         records=get_run_records,
+    conda:
+        ENV
     script:
         "../../scripts/collect.py"
 
@@ -30,6 +32,8 @@ rule variability:
         cv_threshold=SWEEP.cv_threshold,
     log:
         f"{R}/logs/variability/{{study}}.log",
+    conda:
+        ENV
     script:
         "../../scripts/variability.py"
 
@@ -48,5 +52,7 @@ rule aggregate:
         policy=SWEEP.cv_policy,
     log:
         f"{R}/logs/aggregate/{{study}}.log",
+    conda:
+        ENV
     script:
         "../../scripts/aggregate.py"

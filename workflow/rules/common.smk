@@ -2,11 +2,18 @@ import functools
 import os
 import sys
 
+from snakemake.settings.types import DeploymentMethod
+
 from perfsweep.config import ConfigError, load_config, load_config_file
 from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.runner import RunSpec
 
-PYTHON = sys.executable
+# Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
+# runs Snakemake. Jobs import perfsweep from this checkout (SRC; scripts/*.py put it first on sys.path),
+# so the conda environment does not install the package itself.
+ENV = "../../envs/perfsweep.yaml"
+SRC = os.path.join(workflow.basedir, "src")
+PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
 
 # the embedded default, found beside the Snakefile wherever Snakemake is started from
 DEFAULT_CONFIG = os.path.relpath(os.path.join(workflow.basedir, "config", "config.yaml"))
@@ -71,7 +78,7 @@ def get_run_spec(wildcards):
 
 
 def varies_processes(study):
-    return SWEEP.processes in STUDIES[study].vary
+    return STUDIES[study].varies_processes()
 
 
 # reference data shipped with the repository (resources/reference-data/README.md: sources, licences)
@@ -97,25 +104,8 @@ def get_bundle_args(study, config_id):
     )
 
 
-def get_study_outputs(study):
-    t, f = f"{R}/tables/{study}", f"{R}/figures/{study}"
-    out = [
-        f"{t}/runs.csv",
-        f"{t}/variability.csv",
-        f"{t}/medians.csv",
-        f"{f}/time_vs_parameters.png",
-        f"{f}/grid.png",
-        f"{f}/model_vs_measurement.png",
-        f"{R}/models/{study}/models.csv",
-    ]
-    if varies_processes(study):
-        out.append(f"{R}/overhead/{study}/overhead.png")
-        out.append(f"{R}/metrics/{study}/pop.png")
-    return out
-
-
 def get_final_outputs(wildcards):
-    return [p for s in STUDIES for p in get_study_outputs(s)] + [f"{R}/tables/models_summary.csv"]
+    return [p for s in SWEEP.studies for p in s.outputs(R)] + [f"{R}/tables/models_summary.csv"]
 
 
 # --- SLURM: what each run job asks for (perfsweep.cluster.launch; config key cluster:) ---

@@ -2,11 +2,11 @@
 # study that varies p; and the reproduction of the MDAnalysis RMSD scaling study (target: paper_mdanalysis).
 
 localrules:
-    efficiency,
+    metrics,
     paper_mdanalysis,
 
 
-rule efficiency:
+rule metrics:
     input:
         ranks=rules.collect.output.ranks,
         regions=rules.collect.output.regions,
@@ -27,6 +27,8 @@ rule efficiency:
         scaling_mode=lambda wc: STUDIES[wc.study].scaling,
     log:
         f"{R}/logs/metrics/{{study}}.log",
+    conda:
+        ENV
     script:
         "../../scripts/metrics.py"
 
@@ -40,5 +42,7 @@ rule paper_mdanalysis:
         components=f"{R}/paper/mdanalysis-rmsd/components.png",
     log:
         f"{R}/logs/paper_mdanalysis.log",
+    conda:
+        ENV
     script:
         "../../scripts/paper_mdanalysis.py"

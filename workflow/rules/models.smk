@@ -19,6 +19,8 @@ rule models:
         processes=SWEEP.processes,
     log:
         f"{R}/logs/models/{{study}}.log",
+    conda:
+        ENV
     script:
         "../../scripts/models.py"
 
@@ -30,5 +32,7 @@ rule models_summary:
         summary=f"{R}/tables/models_summary.csv",
     log:
         f"{R}/logs/models_summary.log",
+    conda:
+        ENV
     script:
         "../../scripts/models_summary.py"

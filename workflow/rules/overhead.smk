@@ -19,6 +19,8 @@ rule overhead:
         processes=SWEEP.processes,
     log:
         f"{R}/logs/overhead/{{study}}.log",
+    conda:
+        ENV
     script:
         "../../scripts/overhead.py"
 
@@ -35,5 +37,7 @@ rule paper_hofinger:
         figure=f"{R}/paper/hofinger2018/fig2_overhead.png",
     log:
         f"{R}/logs/paper_hofinger.log",
+    conda:
+        ENV
     script:
         "../../scripts/paper_hofinger.py"

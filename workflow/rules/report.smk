@@ -1,6 +1,6 @@
 # The HTML report's extra content (snakemake --report results/report.html): one figure per fitted
 # model (every region and metric, not only the run time) and the study's tables as HTML pages, since
-# the report embeds HTML but offers a CSV only as a download. Grouped like the figures of plots.smk,
+# the report embeds HTML but offers a CSV only as a download. Grouped like the figures of figures.smk,
 # metrics.smk and overhead.smk: category = study, subcategory = kind.
 # Needs from common.smk: R, STUDIES, varies_processes; from collect/models/metrics/overhead.smk their rules.
 
@@ -73,9 +73,9 @@ rule report_tables:
 
 rule report_tables_scaling:
     input:
-        scaling=rules.efficiency.output.scaling,
+        scaling=rules.metrics.output.scaling,
         overhead_fits=rules.overhead.output.fits,
-        pop_metrics=rules.efficiency.output.pop_csv,
+        pop_metrics=rules.metrics.output.pop_csv,
     output:
         scaling=report(f"{R}/report/{{study}}/scaling.html", caption="../report/scaling_table.rst",
                        category="{study}", subcategory="scaling"),

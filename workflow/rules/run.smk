@@ -35,15 +35,16 @@ if SWEEP.bundle == "repetitions":
                 specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
                 retries=SWEEP.retries,
                 python=PYTHON,
+                src=SRC,
             conda:
-                "../../envs/perfsweep.yaml"
+                ENV
             threads: lambda wildcards, s=_study.name: int(CONFIGS[(s, wildcards.config)].params[SWEEP.processes])
             retries: SWEEP.retries + 1
             resources:
                 attempt=lambda wildcards, attempt: attempt,
                 **get_run_resources(_study.name),
             shell:
-                "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
+                "PYTHONPATH={params.src:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
                 " --retries {params.retries} --manifest {output.manifest:q} 2> {log:q}"
 
 else:
@@ -57,13 +58,14 @@ else:
             spec=get_run_spec,
             retries=SWEEP.retries,
             python=PYTHON,
+            src=SRC,
         conda:
-            "../../envs/perfsweep.yaml"
+            ENV
         threads: get_processes
         retries: SWEEP.retries + 1
         resources:
             attempt=lambda wildcards, attempt: attempt,
             **get_run_resources(),
         shell:
-            "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            "PYTHONPATH={params.src:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
             " --attempt {resources.attempt} --retries {params.retries} 2> {log:q}"

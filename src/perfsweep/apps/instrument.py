@@ -15,7 +15,7 @@ atomically. Usage::
             comm.Allreduce(f_local, f)
     write_app_report(comm, timer, path, app="ljmd", parameters={...})
 
-Phase kinds are the columns of the per-rank table: ``init``, ``compute``, ``io``, ``comm``; ``total``
+Phase kinds (``apps.registry.MEASURED_PHASES``: init, compute, io, comm) are columns of the per-rank table; ``total``
 is the wall time from the timer's creation to the report. Anything not inside a phase is ``other``.
 Regions are slash-separated paths (``step/forces``) whose inclusive times may overlap the phases.
 """
@@ -29,9 +29,10 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from perfsweep.apps.registry import MEASURED_PHASES
 from perfsweep.records import write_json_atomic
 
-PHASES = ("init", "compute", "io", "comm")
+PHASES = MEASURED_PHASES  # the phase kinds (one list: apps.registry)
 APP_REPORT_SCHEMA = "perfsweep.app-report/1"
 
 

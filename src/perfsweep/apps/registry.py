@@ -31,9 +31,14 @@ class BuiltinApp:
 
 
 PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
+# the process-count parameter's default name (config key processes:), also the launcher's placeholder
+PROCESS_COUNT = "p"
 
-# what a run reports besides an app's own metrics: its time, and each rank's phases (app-report format)
-RANK_PHASES = ("init", "compute", "io", "comm", "other", "total")
+# what a run reports besides an app's own metrics: its time, and each rank's phases (app-report format):
+# the phases an app times (apps.instrument.RankTimer.phase), the rest of the rank's time, and its total.
+# Every one is collected, aggregated, modelled and drawn per rank (README: Extending perfsweep).
+MEASURED_PHASES = ("init", "compute", "io", "comm")
+RANK_PHASES = (*MEASURED_PHASES, "other", "total")
 RUN_METRICS = ("time", *RANK_PHASES)
 
 BUILTIN_APPS: dict[str, BuiltinApp] = {

@@ -49,7 +49,7 @@ def _mpiexec_beside_python() -> str:
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    """The config's ``cluster:`` section (schema: workflow/schemas/config.schema.yaml)."""
+    """The config's ``cluster:`` section (schema: perfsweep/schemas/config.schema.yaml)."""
 
     launcher: str = "srun"
     srun_mpi: str = "pmi2"

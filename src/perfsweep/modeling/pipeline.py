@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.config import format_value
 from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
 
@@ -38,7 +39,7 @@ def repetitions(sel: pd.DataFrame) -> np.ndarray:
 
 
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
-                     processes: str = "p", bootstrap: int = BOOTSTRAP) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
+                     processes: str = PROCESS_COUNT, bootstrap: int = BOOTSTRAP) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models)."""

@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import UserError
 from perfsweep.modeling.model import Model
 
@@ -124,7 +125,7 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
     choice where the model is unsure)."""
     if objective not in ("time", "core_hours"):
         raise PredictError(f"objective {objective!r}: use time or core_hours")
-    processes = processes or model.processes or "p"
+    processes = processes or model.processes or PROCESS_COUNT
     table = predict(model, values, level)
     if upper:
         if "high" not in table:

@@ -52,3 +52,21 @@ def draw_overhead(ax, title: str, result: dict, unit: str = "s", triples: int = 
     ax.set_title(f"{title}: RMSD fit {fit.rmsd:.4g} {unit}")
     ax.legend(fontsize=6.5, loc="best")
     return pd.DataFrame(rows)
+
+
+def overhead_grid(results: dict, study: str, path) -> None:
+    """One panel per group of a study (``perfsweep.overhead.fit_per_group``'s results), 3 per row; without
+    a group the figure says why."""
+    from perfsweep.plots.style import new_figure, save_figure
+
+    n = max(1, len(results))
+    ncols = min(3, n)
+    fig, axes = new_figure(ncols=ncols, nrows=(n + ncols - 1) // ncols, width=5.2, height=4.2)
+    plotted = []
+    for ax, (label, res) in zip(axes.flat, results.items()):
+        plotted.append(draw_overhead(ax, f"{study} ({label})", res, triples=1))
+    for ax in list(axes.flat)[len(results):]:
+        ax.axis("off")
+        if not results:
+            ax.text(0.5, 0.5, "no group with p = 1 and >= 3 points with p > 1", ha="center", va="center")
+    save_figure(fig, path, pd.concat(plotted, ignore_index=True) if plotted else pd.DataFrame())

@@ -43,3 +43,11 @@ def save_figure(fig, path: str | os.PathLike[str], data: pd.DataFrame | None) ->
     plt.close(fig)
     if data is not None:
         data.to_csv(path.with_suffix(".csv"), index=False)
+
+
+def placeholder(path: str | os.PathLike[str], text: str) -> None:
+    """A figure that says why it has no data (e.g. no model, no per-rank timings), with an empty CSV."""
+    fig, axes = new_figure()
+    axes[0, 0].text(0.5, 0.5, text, ha="center")
+    axes[0, 0].axis("off")
+    save_figure(fig, path, pd.DataFrame())

@@ -2,37 +2,23 @@
 # it, marked for the HTML report (snakemake --report results/report.html).
 
 localrules:
-    plot_sweep,
-    study_figures,
+    figures,
 
 
-rule plot_sweep:
+rule figures:
     input:
         runs=rules.collect.output.runs,
-        medians=rules.aggregate.output.medians,
-    output:
-        figure=report(
-            f"{R}/figures/{{study}}/time_vs_parameters.png",
-            caption="../report/time_vs_parameters.rst",
-            category="{study}",
-            subcategory="measurements",
-        ),
-        data=f"{R}/figures/{{study}}/time_vs_parameters.csv",
-    params:
-        varied=lambda wc: STUDIES[wc.study].varied,
-    log:
-        f"{R}/logs/plot_sweep/{{study}}.log",
-    script:
-        "../../scripts/plot_sweep.py"
-
-
-rule study_figures:
-    input:
         medians=rules.aggregate.output.medians,
         variability=rules.variability.output.table,
         predictions=rules.models.output.predictions,
         models_json=rules.models.output.models_json,
     output:
+        time_vs_parameters=report(
+            f"{R}/figures/{{study}}/time_vs_parameters.png",
+            caption="../report/time_vs_parameters.rst",
+            category="{study}",
+            subcategory="measurements",
+        ),
         grid=report(f"{R}/figures/{{study}}/grid.png", caption="../report/grid.rst", category="{study}",
                     subcategory="measurements"),
         variability_figure=report(f"{R}/figures/{{study}}/variability.png", caption="../report/variability.rst",
@@ -45,6 +31,8 @@ rule study_figures:
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
     log:
-        f"{R}/logs/study_figures/{{study}}.log",
+        f"{R}/logs/figures/{{study}}.log",
+    conda:
+        ENV
     script:
-        "../../scripts/study_figures.py"
+        "../../scripts/figures.py"

@@ -1,0 +1,27 @@
+"""Stage models: PMNF models per (region, metric) of a study (seed 001 §3.3): table (CSV, Markdown,
+LaTeX), models.json (with the process-count parameter, so `perfsweep recommend` need not ask) and
+predictions."""
+
+from __future__ import annotations
+
+import json
+
+from perfsweep import tables
+from perfsweep.stages import PathLike, read, stem
+
+
+def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions: PathLike,
+        varied: list[str], fixed: dict, processes: str, study: str) -> None:
+    from perfsweep.modeling.pipeline import fit_study_models
+
+    tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes)
+    tables.write_table(tab.drop(columns=["latex"]), stem(table), caption=f"Performance models of study {study}")
+    with open(models_json, "w") as fh:
+        json.dump(mods, fh, indent=1)
+    preds.to_csv(predictions, index=False)
+    main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
+    if len(main):
+        r = main.iloc[0]
+        text = r["model"] or f"no model ({r['reason']})"
+        print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
+              + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)

@@ -1,7 +1,4 @@
 # Rule aggregate -> perfsweep.stages.aggregate.run, its input/output/params keys checked against run's parameters
-import sys
+from perfsweep.stages import call, aggregate
 
-sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
-from perfsweep.stages import call, aggregate  # noqa: E402
-
-call(snakemake, aggregate.run)  # noqa: F821
+call(snakemake, aggregate.run)  # noqa: F821 (Snakemake defines snakemake)

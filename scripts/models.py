@@ -1,7 +1,4 @@
 # Rule models -> perfsweep.stages.models.run, its input/output/params keys checked against run's parameters
-import sys
+from perfsweep.stages import call, models
 
-sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
-from perfsweep.stages import call, models  # noqa: E402
-
-call(snakemake, models.run)  # noqa: F821
+call(snakemake, models.run)  # noqa: F821 (Snakemake defines snakemake)

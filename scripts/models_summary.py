@@ -1,7 +1,4 @@
 # Rule models_summary -> perfsweep.stages.models_summary.run, its input/output/params keys checked against run's parameters
-import sys
+from perfsweep.stages import call, models_summary
 
-sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
-from perfsweep.stages import call, models_summary  # noqa: E402
-
-call(snakemake, models_summary.run)  # noqa: F821
+call(snakemake, models_summary.run)  # noqa: F821 (Snakemake defines snakemake)

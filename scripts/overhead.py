@@ -1,7 +1,4 @@
 # Rule overhead -> perfsweep.stages.overhead.run, its input/output/params keys checked against run's parameters
-import sys
+from perfsweep.stages import call, overhead
 
-sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
-from perfsweep.stages import call, overhead  # noqa: E402
-
-call(snakemake, overhead.run)  # noqa: F821
+call(snakemake, overhead.run)  # noqa: F821 (Snakemake defines snakemake)

@@ -1,7 +1,4 @@
 # Rule paper_mdanalysis -> perfsweep.stages.paper_mdanalysis.run, its input/output/params keys checked against run's parameters
-import sys
+from perfsweep.stages import call, paper_mdanalysis
 
-sys.path.insert(0, f"{snakemake.scriptdir}/../src")  # noqa: F821 this checkout's package, also in a conda env
-from perfsweep.stages import call, paper_mdanalysis  # noqa: E402
-
-call(snakemake, paper_mdanalysis.run)  # noqa: F821
+call(snakemake, paper_mdanalysis.run)  # noqa: F821 (Snakemake defines snakemake)

@@ -9,11 +9,14 @@ from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.runner import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
-# runs Snakemake. Jobs import perfsweep from this checkout (SRC; scripts/*.py put it first on sys.path),
-# so the conda environment does not install the package itself.
+# runs Snakemake. The conda environment does not install perfsweep: its jobs import it from this
+# checkout (PYTHONPATH, inherited by every job; not a param, so a moved checkout reruns nothing).
 ENV = "../../envs/perfsweep.yaml"
-SRC = os.path.join(workflow.basedir, "src")
-PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+PYTHON = sys.executable
+if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+    PYTHON = "python"
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(workflow.basedir, "src"),
+                                                             os.environ.get("PYTHONPATH")]))
 
 # the embedded default, found beside the Snakefile wherever Snakemake is started from
 DEFAULT_CONFIG = os.path.relpath(os.path.join(workflow.basedir, "config", "config.yaml"))

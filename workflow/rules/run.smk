@@ -35,7 +35,6 @@ if SWEEP.bundle == "repetitions":
                 specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
                 retries=SWEEP.retries,
                 python=PYTHON,
-                src=SRC,
             conda:
                 ENV
             threads: lambda wildcards, s=_study.name: int(CONFIGS[(s, wildcards.config)].params[SWEEP.processes])
@@ -44,7 +43,7 @@ if SWEEP.bundle == "repetitions":
                 attempt=lambda wildcards, attempt: attempt,
                 **get_run_resources(_study.name),
             shell:
-                "PYTHONPATH={params.src:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
+                "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
                 " --retries {params.retries} --manifest {output.manifest:q} 2> {log:q}"
 
 else:
@@ -58,7 +57,6 @@ else:
             spec=get_run_spec,
             retries=SWEEP.retries,
             python=PYTHON,
-            src=SRC,
         conda:
             ENV
         threads: get_processes
@@ -67,5 +65,5 @@ else:
             attempt=lambda wildcards, attempt: attempt,
             **get_run_resources(),
         shell:
-            "PYTHONPATH={params.src:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
             " --attempt {resources.attempt} --retries {params.retries} 2> {log:q}"

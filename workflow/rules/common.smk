@@ -15,8 +15,9 @@ ENV = "../../envs/perfsweep.yaml"
 PYTHON = sys.executable
 if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
     PYTHON = "python"
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(workflow.basedir, "src"),
-                                                             os.environ.get("PYTHONPATH")]))
+    # set for the jobs, not required of the user (so no envvars: directive)
+    os.environ.update(PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(workflow.basedir, "src"),
+                                                               os.environ.get("PYTHONPATH")])))
 
 # the embedded default, found beside the Snakefile wherever Snakemake is started from
 DEFAULT_CONFIG = os.path.relpath(os.path.join(workflow.basedir, "config", "config.yaml"))

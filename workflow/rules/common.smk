@@ -172,3 +172,25 @@ if workflow.is_main_process:
 
     recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
                      bundles=SWEEP.bundle == "repetitions")
+
+
+# ---- the report's extra content (report.smk): what `all` asks of it
+from perfsweep.report import zip_report_requested
+
+# a zip report also carries each model's full-size figures; the HTML report the sheet of every model
+ZIP_REPORT = zip_report_requested(sys.argv[1:])
+
+
+def get_report_outputs(study):
+    """Everything report.smk makes for one study."""
+    out = [f"{R}/figures/{study}/models", f"{R}/figures/{study}/model_sheet.png",
+           f"{R}/report/{study}/variability.html", f"{R}/report/{study}/measurements.html",
+           f"{R}/report/{study}/models.html"]
+    if varies_processes(study):
+        out += [f"{R}/report/{study}/scaling.html", f"{R}/report/{study}/efficiency.html"]
+    return out
+
+
+def get_all_report_outputs(wildcards=None):
+    """report.smk's outputs for every study plus the cross-study models table."""
+    return [p for s in STUDIES for p in get_report_outputs(s)] + [f"{R}/report/models_summary.html"]

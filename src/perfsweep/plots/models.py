@@ -216,10 +216,11 @@ def model_figure(model: Model, path: PathLike, title: str, unit: str = "time [s]
     (2, seed 001 Fig. 6) or stacked slices (3, Fig. 7). With four or more parameters the first three
     are drawn and the others held at their middle measured value (named in the title)."""
     v = ModelView.of(model)
-    args = (v.points, str(model), model.adj_r2, path, v.title(title), unit)
+    title, formula = v.title(title), str(model)
     if len(v.shown) == 1:
-        return line(v.f, v.shown[0], v.points, "measured", *args[1:])
-    return (contour if len(v.shown) == 2 else slices)(v.f, v.shown, *args)
+        return line(v.f, v.shown[0], v.points, "measured", formula, model.adj_r2, path, title, unit)
+    draw = contour if len(v.shown) == 2 else slices
+    return draw(v.f, v.shown, v.points, formula, model.adj_r2, path, title, unit)
 
 
 def _read_study_models(models_json: PathLike, predictions: PathLike):

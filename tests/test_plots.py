@@ -1,4 +1,4 @@
-"""Figure functions (seed 001 Figs. 4, 6, 7, Table 1 as a figure) and the report's model figures and
+"""Figure functions (seed 001 Figs. 4, 6, 7, Table 1 as a figure), the report's model figures and sheet and
 table pages: each PNG decodes and is not blank, and the CSV beside it holds exactly what was plotted."""
 
 import itertools
@@ -129,7 +129,7 @@ def write_study_models(tmp_path):
 def test_model_figures_one_figure_and_one_comparison_per_model(tmp_path):
     models = write_study_models(tmp_path)
     assert len(models) == 2
-    written = report.model_figures(tmp_path / "models.json", tmp_path / "predictions.csv", tmp_path / "figs", "nm")
+    written = mp.model_figures(tmp_path / "models.json", tmp_path / "predictions.csv", tmp_path / "figs", "nm")
     assert sorted(p.name for p in written) == ["time__all.png", "time__all__vs_measurement.png",
                                                "time__step-forces.png", "time__step-forces__vs_measurement.png"]
     contour = assert_figure(tmp_path / "figs" / "time__step-forces.png")
@@ -147,7 +147,7 @@ def test_model_figure_of_four_parameters_holds_the_fourth_at_a_measured_middle_v
     model = Model.from_dict({"param_names": ["n", "m", "c", "d"], "terms": [[[j, "1", 0] for j in range(4)]],
                              "coefficients": [1.0, 2.0], "adj_r2": 1.0, "points": pts.to_numpy().tolist(),
                              "values": (1 + 2 * pts.prod(axis=1)).tolist()})
-    data = report.model_figure(model, tmp_path / "m4.png", "T(n, m, c, d)")
+    data = mp.model_figure(model, tmp_path / "m4.png", "T(n, m, c, d)")
     assert_figure(tmp_path / "m4.png")
     np.testing.assert_allclose(data["model_time"], 1 + 2 * data["n"] * data["m"] * data["c"] * 0.5)
 
@@ -170,8 +170,8 @@ class _Rows(HTMLParser):
 def test_tables_page_shows_every_row_escaped_and_shades_flagged(tmp_path):
     pd.DataFrame({"config_id": ["a<b", "c"], "cv": [0.123456, np.nan], "flagged": [True, False]}).to_csv(
         tmp_path / "t.csv", index=False)
-    report.table_pages({"variability": tmp_path / "t.csv"}, {"page": tmp_path / "p.html"},
-                       {"page": ["variability"]}, study="nm")
+    report.pages({"variability": tmp_path / "t.csv"}, {"page": tmp_path / "p.html"}, {"page": ["variability"]},
+                 study="nm")
     text = (tmp_path / "p.html").read_text()
     assert "a&lt;b" in text and "<title>nm: page</title>" in text
     parser = _Rows()
@@ -179,10 +179,57 @@ def test_tables_page_shows_every_row_escaped_and_shades_flagged(tmp_path):
     assert parser.rows == [["config_id", "cv", "flagged"], ["a<b", "0.1235", "yes"], ["c", "no"]]
     assert parser.classes == [None, "flagged", None]
     with pytest.raises(KeyError, match="no input"):
-        report.table_pages({}, {"page": tmp_path / "q.html"}, {"page": ["variability"]})
+        report.pages({}, {"page": tmp_path / "q.html"}, {"page": ["variability"]})
 
 
 def test_model_slug_is_a_safe_file_name():
-    assert report.model_slug("step/forces", "time") == "time__step-forces"
-    assert report.model_slug("block_rmsd/frames", "comm") == "comm__block_rmsd-frames"
-    assert report.model_slug("", "time") == "time__root"
+    assert mp.model_slug("step/forces", "time") == "time__step-forces"
+    assert mp.model_slug("block_rmsd/frames", "comm") == "comm__block_rmsd-frames"
+    assert mp.model_slug("", "time") == "time__root"
+
+
+def test_model_sheet_shows_every_model_on_one_small_palette_png(tmp_path):
+    from PIL import Image
+
+    from perfsweep.plots.style import PNG_COLOURS
+
+    models = write_study_models(tmp_path)
+    data = mp.model_sheet(tmp_path / "models.json", tmp_path / "predictions.csv", tmp_path / "sheet.png", "nm")
+    on_disk = assert_figure(tmp_path / "sheet.png")
+    pd.testing.assert_frame_equal(on_disk, data, check_dtype=False)
+    assert list(zip(data["metric"], data["region"])) == [(m["metric"], m["region"]) for m in models]
+    assert list(data["panel"]) == ["row 1, column 1", "row 1, column 2"]
+    assert list(data["figure"]) == ["time__all.png", "time__step-forces.png"]  # as model_figures names them
+    assert data["model"].str.contains("n").all() and (data["adj_r2"] > 0.99).all()
+    image = Image.open(tmp_path / "sheet.png")
+    assert image.mode == "P" and len(image.getcolors()) <= PNG_COLOURS
+    assert (tmp_path / "sheet.png").stat().st_size < 100_000
+
+
+def test_model_sheet_of_a_study_without_models_says_so(tmp_path):
+    (tmp_path / "models.json").write_text("[]")
+    (tmp_path / "predictions.csv").write_text("")
+    data = mp.model_sheet(tmp_path / "models.json", tmp_path / "predictions.csv", tmp_path / "sheet.png", "nm")
+    assert len(data) == 0 and (tmp_path / "sheet.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("argv, wanted", [(["--report", "r.zip"], True), (["--report=out/r.zip"], True),
+                                          (["--report", "r.html"], False), (["--cores", "2", "a.zip"], False)])
+def test_zip_report_requested_only_for_a_zip_report(argv, wanted):
+    assert report.zip_report_requested(argv) is wanted
+
+
+def test_unshown_figures_names_what_a_report_does_not_show(tmp_path):
+    from perfsweep.report_check import unshown_figures
+
+    study = tmp_path / "figures" / "nm"
+    (study / "models").mkdir(parents=True)
+    for name in ("grid.png", "model_sheet.png", "models/time__all.png", "models/time__all__vs_measurement.png",
+                 "models/comm__all.png"):
+        (study / name).write_bytes(b"png")
+    pd.DataFrame({"metric": ["time"], "region": ["all"], "figure": ["time__all.png"]}).to_csv(
+        study / "model_sheet.csv", index=False)
+    shown = {str(study / "grid.png"): 500, str(study / "model_sheet.png"): 800}
+    assert unshown_figures(tmp_path, shown) == [str(study / "models" / "comm__all.png")]
+    shown[str(study / "model_sheet.png")] = 0  # the sheet did not decode: no model is shown
+    assert unshown_figures(tmp_path, shown) == sorted(str(p) for p in study.rglob("*.png") if p.name != "grid.png")

@@ -1,7 +1,8 @@
-"""The report's model figures and table pages, end to end: a real (tiny) sweep of the ljmd app
-(per-rank phases and nested regions, so every kind of table is filled) through the project's Snakefile plus workflow/rules/report.smk, `snakemake --report`, and the report
-opened in headless Chromium: every figure decodes, every table page parses with the CSV's rows, and
-the results are grouped by study and kind."""
+"""The report's model figures (one sheet of every model per study) and table pages, end to end: a real
+(tiny) sweep of the ljmd app (per-rank phases and nested regions, so every kind of table is filled)
+through the project's Snakefile plus workflow/rules/report.smk, `snakemake --report`, and the report
+opened in headless Chromium: every figure decodes (each model: on its study's sheet), every table page
+parses with the CSV's rows, and the results are grouped by study and kind."""
 
 import os
 import subprocess
@@ -11,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from test_plots import assert_figure
 
-from perfsweep.report import check_report_tables, report_categories
-from perfsweep.report_check import check_report, chromium
+from perfsweep.report_check import check_report, check_report_tables, chromium, report_categories, unshown_figures
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +60,7 @@ def test_every_model_has_its_figures_with_data(sweep):
         for metric, region in zip(fitted["metric"], fitted["region"]):
             for suffix in ("", "__vs_measurement"):
                 png = sweep / "figures" / study / "models" / f"{metric}__{region.replace('/', '-')}{suffix}.png"
-                assert png.stat().st_size > 10_000 and png.with_suffix(".csv").stat().st_size > 0, png
+                assert len(assert_figure(png)) > 0, png  # decodes, shows something, its CSV has the data
 
 
 def test_report_groups_results_by_study_and_kind(sweep):
@@ -68,14 +69,14 @@ def test_report_groups_results_by_study_and_kind(sweep):
     assert set(cats["nm"]) == {"measurements", "variability", "models"}
     assert set(cats["np"]) == {"measurements", "variability", "models", "scaling", "efficiency"}
     assert cats["all studies"] == {"models": [str(sweep / "report" / "models_summary.html")]}
-    assert str(sweep / "figures" / "np" / "models" / "time__all.png") in cats["np"]["models"]
+    assert str(sweep / "figures" / "np" / "model_sheet.png") in cats["np"]["models"]
 
 
 def test_report_in_chromium_every_figure_and_table_loads(sweep):
     if chromium() is None and not os.environ.get("CI"):
         pytest.skip("Chromium is not installed (apt-get install chromium; CI installs it)")
     widths = check_report(sweep / "report.html")
-    assert sorted(widths) == sorted(str(p) for p in sweep.rglob("*.png"))
+    assert unshown_figures(sweep, widths) == []  # each model's figures: on its study's sheet
     assert all(w > 100 for w in widths.values()), widths
     rows = check_report_tables(sweep / "report.html")
     expected = {}

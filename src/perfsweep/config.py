@@ -81,12 +81,22 @@ class Study:
 
     def outputs(self, results: str) -> list[str]:
         """What the workflow makes of this study under ``results`` (one file per stage; `rule all` asks
-        for them; the report's pages are workflow/rules/report.smk's)."""
+        for them; the report's pages: report_outputs)."""
         t, f = f"{results}/tables/{self.name}", f"{results}/figures/{self.name}"
         out = [f"{t}/runs.csv", f"{t}/variability.csv", f"{t}/medians.csv", f"{f}/time_vs_parameters.png",
                f"{f}/grid.png", f"{f}/model_vs_measurement.png", f"{results}/models/{self.name}/models.csv"]
         if self.varies_processes():
             out += [f"{results}/overhead/{self.name}/overhead.png", f"{results}/metrics/{self.name}/pop.png"]
+        return out
+
+    def report_outputs(self, results: str) -> list[str]:
+        """The report's extra content for this study (workflow/rules/report.smk): the sheet of every
+        model, each model's figures and the tables as HTML pages."""
+        f, r = f"{results}/figures/{self.name}", f"{results}/report/{self.name}"
+        out = [f"{f}/models", f"{f}/model_sheet.png", f"{r}/variability.html", f"{r}/measurements.html",
+               f"{r}/models.html"]
+        if self.varies_processes():
+            out += [f"{r}/scaling.html", f"{r}/efficiency.html"]
         return out
 
     def configurations(self) -> list[Configuration]:

@@ -166,3 +166,15 @@ if workflow.is_main_process:
 
     recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
                      bundles=SWEEP.bundle == "repetitions")
+
+
+# ---- the report's extra content (report.smk): what `all` asks of it
+from perfsweep.report import zip_report_requested
+
+# a zip report also carries each model's full-size figures; the HTML report the sheet of every model
+ZIP_REPORT = zip_report_requested(sys.argv[1:])
+
+
+def get_all_report_outputs(wildcards=None):
+    """report.smk's outputs for every study plus the cross-study models table."""
+    return [p for s in SWEEP.studies for p in s.report_outputs(R)] + [f"{R}/report/models_summary.html"]

@@ -1,31 +1,21 @@
-# The HTML report's extra content (snakemake --report results/report.html): one figure per fitted
-# model (every region and metric, not only the run time) and the study's tables as HTML pages, since
-# the report embeds HTML but offers a CSV only as a download. Grouped like the figures of figures.smk,
-# metrics.smk and overhead.smk: category = study, subcategory = kind.
-# Needs from common.smk: R, STUDIES, varies_processes; from collect/models/metrics/overhead.smk their rules.
+# The HTML report's extra content (snakemake --report results/report.html): one sheet per study with
+# every fitted model (every region and metric, not only the run time) and the study's tables as HTML
+# pages, since the report embeds HTML but offers a CSV only as a download. Grouped like the figures of
+# figures.smk, metrics.smk and overhead.smk: category = study, subcategory = kind.
+# Each model's full-size figures are written to figures/<study>/models/ and carried by a zip report
+# (snakemake --report report.zip); the HTML report shows the sheet, so that it stays small enough to send.
+# Needs from common.smk: R, STUDIES, varies_processes, ZIP_REPORT; from collect/models/metrics/overhead.smk
+# their rules. What `all` asks of this file: get_all_report_outputs in common.smk.
 
 localrules:
     model_figures,
-    report_tables,
-    report_tables_scaling,
-    report_models_summary,
+    report_pages,
+    report_pages_scaling,
+    report_pages_summary,
 
 
 P_STUDIES = [s for s in STUDIES if varies_processes(s)]
-
-
-def get_report_outputs(study):
-    """Everything report.smk makes for one study (for `rule all`)."""
-    out = [f"{R}/figures/{study}/models", f"{R}/report/{study}/variability.html",
-           f"{R}/report/{study}/measurements.html", f"{R}/report/{study}/models.html"]
-    if study in P_STUDIES:
-        out += [f"{R}/report/{study}/scaling.html", f"{R}/report/{study}/efficiency.html"]
-    return out
-
-
-def get_all_report_outputs(wildcards=None):
-    """report.smk's outputs for every study plus the cross-study models table."""
-    return [p for s in STUDIES for p in get_report_outputs(s)] + [f"{R}/report/models_summary.html"]
+MODEL_FIGURES = directory(f"{R}/figures/{{study}}/models")
 
 
 rule model_figures:
@@ -33,20 +23,19 @@ rule model_figures:
         models_json=rules.models.output.models_json,
         predictions=rules.models.output.predictions,
     output:
-        figures=report(
-            directory(f"{R}/figures/{{study}}/models"),
-            patterns=["{name}.png"],
-            caption="../report/model_figures.rst",
-            category="{study}",
-            subcategory="models",
-        ),
+        sheet=report(f"{R}/figures/{{study}}/model_sheet.png", caption="../report/model_sheet.rst",
+                     category="{study}", subcategory="models"),
+        figures=report(MODEL_FIGURES, patterns=["{name}.png"], caption="../report/model_figures.rst",
+                       category="{study}", subcategory="models (each)") if ZIP_REPORT else MODEL_FIGURES,
+    conda:
+        ENV
     log:
         f"{R}/logs/model_figures/{{study}}.log",
     script:
-        "../../scripts/plot_model_figures.py"
+        "../../scripts/model_figures.py"
 
 
-rule report_tables:
+rule report_pages:
     input:
         variability_summary=rules.variability.output.summary,
         variability=rules.variability.output.table,
@@ -65,13 +54,15 @@ rule report_tables:
             "measurements": ["medians"],
             "models": ["models"],
         },
+    conda:
+        ENV
     log:
-        f"{R}/logs/report_tables/{{study}}.log",
+        f"{R}/logs/report_pages/{{study}}.log",
     script:
-        "../../scripts/plot_report_tables.py"
+        "../../scripts/report_pages.py"
 
 
-rule report_tables_scaling:
+rule report_pages_scaling:
     input:
         scaling=rules.metrics.output.scaling,
         overhead_fits=rules.overhead.output.fits,
@@ -86,13 +77,15 @@ rule report_tables_scaling:
         study="|".join(P_STUDIES) or "(?!)",
     params:
         pages={"scaling": ["scaling", "overhead_fits"], "efficiency": ["pop_metrics"]},
+    conda:
+        ENV
     log:
-        f"{R}/logs/report_tables/{{study}}_scaling.log",
+        f"{R}/logs/report_pages/{{study}}_scaling.log",
     script:
-        "../../scripts/plot_report_tables.py"
+        "../../scripts/report_pages.py"
 
 
-rule report_models_summary:
+rule report_pages_summary:
     input:
         models_summary=rules.models_summary.output.summary,
     output:
@@ -100,7 +93,9 @@ rule report_models_summary:
                               category="all studies", subcategory="models"),
     params:
         pages={"models_summary": ["models_summary"]},
+    conda:
+        ENV
     log:
-        f"{R}/logs/report_tables/models_summary.log",
+        f"{R}/logs/report_pages/models_summary.log",
     script:
-        "../../scripts/plot_report_tables.py"
+        "../../scripts/report_pages.py"

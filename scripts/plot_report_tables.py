@@ -1,7 +1,0 @@
-import sys
-
-sys.stderr = open(snakemake.log[0], "w")
-from perfsweep import report
-
-report.table_pages(dict(snakemake.input.items()), dict(snakemake.output.items()), snakemake.params.pages,
-                   study=getattr(snakemake.wildcards, "study", None))

@@ -151,15 +151,38 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
                 owner += [j] * opts.bootstrap
         ybar_all, noise_all = np.array(ybar), np.array(noise)
         models: list[Model] = []
-        for start in range(0, len(ybar_all), _CHUNK):
-            models += _Fit(x, ybar_all[start:start + _CHUNK], noise_all[start:start + _CHUNK], names, pairs, o).models()
+        pools: list[_Entries] = []  # per set: the candidates its search reached (rows: the set's index)
+        for start in range(0, len(sets), _CHUNK):
+            stop = min(start + _CHUNK, len(sets))
+            fit = _Fit(x, ybar_all[start:stop], noise_all[start:stop], names, pairs, o)
+            models += fit.models()
+            if x.shape[1] > 1:
+                pool = replace(fit.pool, row=fit.pool.row + start)
+                pools += [pool.take(pool.row == j) for j in range(start, start + fit.m)]
         owner_arr = np.array(owner)
+        models += _resample_models(x, ybar_all[len(sets):], noise_all[len(sets):], owner_arr[len(sets):], pools,
+                                   names, pairs, o)
         for j, (i, _, scale) in enumerate(sets):
             model = models[j]
             model.bootstrap = [models[b] for b in np.flatnonzero(owner_arr == j) if b >= len(sets)]
             _lead_share(model)
             out[i] = _rescaled(model, scale)
     return out
+
+
+def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[Model]:
+    """The models of the resamples (rows of ``ybar``; ``owner``: the set each was drawn from). One
+    parameter: the whole search, which is cheap. Several: the search is seeded with the candidates
+    the search of the owner's original data reached (_Fit.reselect), ~10x cheaper per resample."""
+    models: list[Model] = []
+    for start in range(0, len(ybar), _CHUNK):
+        fit = _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts)
+        if not pools:
+            models += fit.models()
+            continue
+        parts = [replace(pools[j], row=np.full(len(pools[j].row), r)) for r, j in enumerate(owner[start:start + _CHUNK])]
+        models += fit.reselect(_Entries.concat(parts))
+    return models
 
 
 def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
@@ -787,9 +810,36 @@ class _Fit:
                     rest = _Entries.concat([rest, polished])
                 first = _Entries.concat([first, rest])
             en = first
+        self.pool = en.unique()  # every candidate the search reached (seeds the resamples' selection)
         out: list[Model | None] = [None] * self.m
         self.finish(self.best_per_row(en), out)
         return out  # type: ignore[return-value]
+
+    def reselect(self, seed: "_Entries") -> list[Model]:
+        """The models of resampled data (several parameters), chosen like :meth:`models` but from a
+        known pool: the candidates the search of the original data reached (``seed``, rows of this
+        fit), rescored on the resample, together with the resample's own step-2 candidates; the best
+        then gets the same coordinate descent over its exponents. Unlike :meth:`models` no structure
+        is grown or polished anew: a resample is the original data with other noise, so the original
+        search's candidates stand for the structures it can choose (the costly widening is done once,
+        not once per resample)."""
+        choice, usable = self.single_parameter_choices()
+        own = self.entries(*self.best_combinations(choice, usable))
+        seed = replace(seed, score=self.entry_scores(seed))
+        best = self.best_per_row(_Entries.concat([own, seed]))
+        self.refine(best)
+        out: list[Model | None] = [None] * self.m
+        self.finish(best, out)
+        return out  # type: ignore[return-value]
+
+    def entry_scores(self, en: "_Entries") -> np.ndarray:
+        """The criterion of every entry on this fit's data (inf where a coefficient that must be
+        positive is not, or where there are not more points than coefficients)."""
+        _, cols, used = self.columns(en)
+        g, b = self.moments(en, cols, used)
+        _, rss, ok = _solve(g, b, self.ywy[en.row], self.positive(used))
+        k = used.sum(axis=1)
+        return np.where(ok & (k < self.n), self.score(rss, k, self.ywy[en.row]), np.inf)
 
     @staticmethod
     def best_per_row(en: "_Entries", count: int = 1) -> "_Entries":

@@ -214,7 +214,7 @@ def main() -> int:
                 else:
                     ex_exact = ex_err = ex_time = float("nan")
                 speed = ex_time / ps_time
-                print(f"{q:>6} {noise:>6.0%} | {ps_exact:>16.2f} {ex_exact:>8.2f} | {ps_err:>16.3f} {ex_err:>8.3f} | "
+                print(f"{q:>6} {noise:>6.0%} | {ps_exact:>16.3f} {ex_exact:>8.3f} | {ps_err:>16.3f} {ex_err:>8.3f} | "
                       f"{1e3 * ps_time:>12.2f} {1e3 * ex_time:>8.2f} {speed:>7.0f}x", flush=True)
                 checks.append((q, noise, ps_exact, ex_exact, ps_err, ex_err, speed))
     if len(checks) < len(NOISE) * 3:  # a selection of cells: no timing of 1,000 call paths, no targets

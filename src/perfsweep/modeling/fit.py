@@ -29,7 +29,9 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
 
 Every measurement set is scaled to a largest mean of 1 before fitting; sets with zeros are fitted
 without weights, sets with negative values also without the sign rule; with ``bootstrap`` the
-repetitions are resampled and every resample modelled in the same batch (Model.lead_share, .interval).
+repetitions are resampled and every resample modelled anew (Model.lead_share, .interval): with one
+parameter by the whole search, with several by a selection seeded with the candidates that the search
+of the original data reached (steps 2-4 once per set, not once per resample; _Fit.reselect).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
 a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a

@@ -390,3 +390,28 @@ def test_real_data_models_explain_as_much_as_a_single_term():
     for x, y, names in sets:
         m = fit_model(x, y, names)
         assert m.adj_r2 >= _best_single_term_adj_r2(x, np.atleast_2d(y.T).T.mean(axis=1)) - 1e-3, str(m)
+
+
+@pytest.mark.slow
+def test_own_sweeps_models_explain_as_much_as_a_single_term():
+    """perfsweep's own sweeps (resources/reference-data/perfsweep-sweeps: the default config's ljmd and
+    RMSD studies, all repetitions): the same rule for every (region, metric) the pipeline models."""
+    import pandas as pd
+
+    from perfsweep.config import REPO_ROOT
+    from perfsweep.modeling.pipeline import UNMODELLED, repetitions
+
+    paths = sorted((REPO_ROOT / "resources" / "reference-data" / "perfsweep-sweeps").glob("*/*.csv"))
+    assert len(paths) >= 8  # two runs of the four studies
+    checked = 0
+    for path in paths:
+        agg = pd.read_csv(path)
+        cols = list(agg.columns)
+        params = cols[cols.index("config_id") + 1: cols.index("region")]
+        groups = [g.sort_values(params) for (_, metric), g in agg.groupby(["region", "metric"]) if metric not in UNMODELLED]
+        x = groups[0][params].to_numpy(float)
+        ys = [repetitions(g) for g in groups]
+        for y, m in zip(ys, fit_models(x, ys, params)):
+            assert m.adj_r2 >= _best_single_term_adj_r2(x, np.nanmean(y, axis=1)) - 1e-3, (path.name, str(m))
+            checked += 1
+    assert checked >= 80

@@ -44,8 +44,38 @@ def test_a_run_records_every_call_path_and_metric(tmp_path, monkeypatch):
     (rank,) = rec["ranks"]
     assert set(rank["regions"]) == CALLPATHS
     mm = rank["regions"]["main->mat_mul"]
-    assert mm["time"] == pytest.approx(1e-5 * 16 ** 2) and mm["visits"] == 1
+    assert mm["time"] == pytest.approx(1e-5 * 16 ** 2) and mm["visits"] == 16 ** 2
     assert {"min_time", "max_time", "PAPI_FP_OPS", "PAPI_L2_TCM"} <= set(mm)
+
+
+def test_every_metric_of_every_call_path_is_modelled(tmp_path, monkeypatch):
+    """The run records of a sweep through the tables and the models stage (without Snakemake; the
+    slow test below runs the whole pipeline): visits and the profile's counters get models too."""
+    from perfsweep import tables
+    from perfsweep.modeling.pipeline import fit_study_models
+
+    monkeypatch.chdir(tmp_path)
+    sweep = load_config(config(tmp_path), "c.yaml")
+    paths = []
+    for cfg in sweep.studies[0].configurations():
+        paths.append(tmp_path / f"{cfg.config_id}.json")
+        assert execute(RunSpec.build(sweep, cfg, 0), paths[-1])["status"] == "ok"
+    runs, ranks, regions = tables.collect(map(str, paths))
+    var = tables.variability(runs, ["n"], 0.1)
+    agg = tables.aggregate(runs, ranks, regions, ["n"], var, "keep-flagged")
+    metrics = {"time", "visits", "min_time", "max_time", "PAPI_FP_OPS", "PAPI_L3_TCM", "PAPI_L2_TCM"}
+    for callpath in CALLPATHS:
+        assert set(agg[agg["region"] == callpath]["metric"]) == metrics, callpath
+    table, models, _ = fit_study_models(agg, "mm", ["n"], {}, bootstrap=0)
+    assert table["model"].notna().all() and (table["reason"] == "").all()
+    by = {(e["region"], e["metric"]): Model.from_dict(e["model"]) for e in models}
+    n = np.array([[256.0], [1024.0]])
+    visits = {"main": lambda n: 1 + 0 * n, "main->init_mat": lambda n: n, "main->zero_mat": lambda n: 2 * n,
+              "main->mat_mul": lambda n: n * n}
+    for callpath, f in visits.items():
+        model = by[callpath, "visits"]
+        assert model.predict(n) == pytest.approx(f(n[:, 0]), rel=1e-6), (callpath, str(model))
+    assert str(by["main->zero_mat", "PAPI_FP_OPS"]) == "0"  # a count of all zeros is the model 0
 
 
 def test_missing_or_stale_profile_fails_the_run(tmp_path, monkeypatch):
@@ -93,14 +123,26 @@ def test_sweep_models_every_call_path(tmp_path):
     assert set(regions["region"]) == CALLPATHS and len(regions) == 12 * 4
     table = pd.read_csv(results / "models" / "mm" / "models.csv")
     assert set(table["region"]) == {"all", *CALLPATHS} and table["reason"].isna().all()
-    models = {e["region"]: Model.from_dict(e["model"])
-              for e in json.loads((results / "models" / "mm" / "models.json").read_text()) if e["metric"] == "time"}
-    # the stand-in's exclusive times; only the right form extrapolates 2 and 8 times beyond n = 128
-    truth = {"main": lambda n: 0.05 + 0 * n, "main->init_mat": lambda n: 2e-3 * n,
-             "main->zero_mat": lambda n: 1e-3 * n * np.log2(n), "main->mat_mul": lambda n: 1e-5 * n * n}
+    # every metric of every call path gets a model (the profile's counters besides the time)
+    metrics = {"time", "visits", "min_time", "max_time", "PAPI_FP_OPS", "PAPI_L3_TCM", "PAPI_L2_TCM"}
+    for callpath in CALLPATHS:
+        assert set(table[table["region"] == callpath]["metric"]) == metrics, callpath
+    assert table["model"].notna().all()
+    models = {(e["region"], e["metric"]): Model.from_dict(e["model"])
+              for e in json.loads((results / "models" / "mm" / "models.json").read_text())}
+    # the stand-in's exclusive times and visits; only the right form extrapolates 2 and 8 times beyond n = 128
+    truth = {("main", "time"): lambda n: 0.05 + 0 * n, ("main->init_mat", "time"): lambda n: 2e-3 * n,
+             ("main->zero_mat", "time"): lambda n: 1e-3 * n * np.log2(n),
+             ("main->mat_mul", "time"): lambda n: 1e-5 * n * n,
+             ("main", "visits"): lambda n: 1 + 0 * n, ("main->init_mat", "visits"): lambda n: n,
+             ("main->zero_mat", "visits"): lambda n: 2 * n, ("main->mat_mul", "visits"): lambda n: n * n}
     n = np.array([256.0, 1024.0])
-    for region, f in truth.items():
-        assert models[region].predict(n[:, None]) == pytest.approx(f(n), rel=1e-6), (region, str(models[region]))
+    for key, f in truth.items():
+        assert models[key].predict(n[:, None]) == pytest.approx(f(n), rel=1e-6), (key, str(models[key]))
+    # the template's counters do not depend on n: constant models (all zeros: the model 0)
+    fp = pd.read_csv(results / "tables" / "mm" / "aggregate.csv")
+    fp = fp[(fp["region"] == "main->zero_mat") & (fp["metric"] == "PAPI_FP_OPS")]
+    assert len(fp) == 6 and (fp["median"] == 0).all() and str(models["main->zero_mat", "PAPI_FP_OPS"]) == "0"
 
 
 def test_ranks_and_threads_of_a_profile():

@@ -73,6 +73,9 @@ def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
                 g = dict(key)
                 g.update(params)
                 g.update(rank=r["rank"], region=region, time=v["time"], visits=v.get("visits"))
+                # a Score-P profile's other metrics (and its visits) are modelled too: metric_<name>
+                g.update({f"metric_{k}": x for k, x in v.items()
+                          if k != "time" and (k != "visits" or rec.get("profile")) and isinstance(x, (int, float))})
                 regions.append(g)
     runs_df = pd.DataFrame(runs)
     if not runs_df.empty:
@@ -120,8 +123,9 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     in long form.
 
     Region ``all`` carries the whole run: metric ``time`` (the run's measured time), the per-rank
-    phases (maximum over ranks) and the metrics an external app's ``patterns`` read from its output. Other regions carry metric ``time`` (maximum over ranks). With policy
-    ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
+    phases (maximum over ranks) and the metrics an external app's ``patterns`` read from its output. Other regions carry metric ``time`` (maximum over ranks) and, from a Score-P
+    profile, every other metric (visits, bytes, hardware counters: the sum over ranks; ``*time*``
+    metrics: the maximum, ``min_*``: the minimum). With policy ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
     with ``flagged`` set.
     """
     if runs.empty or not (runs["status"] == "ok").any():
@@ -149,6 +153,13 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
             ["config_id", "run_id", "region"])["time"].max().reset_index()
         for region, frame in per_region.groupby("region", sort=True):
             series.append((region, "time", frame, "time"))
+        for col in sorted(c for c in regions.columns if c.startswith("metric_")):
+            name = col.removeprefix("metric_")
+            how = "min" if name.startswith("min_") else "max" if "time" in name else "sum"
+            per_metric = regions[regions["config_id"].isin(keep)].dropna(subset=[col]).groupby(
+                ["config_id", "run_id", "region"])[col].agg(how).reset_index()
+            for region, frame in per_metric.groupby("region", sort=True):
+                series.append((region, name, frame, col))
     param_of = runs.drop_duplicates("config_id").set_index("config_id")[params]
     rows = []
     for region, metric, frame, col in series:

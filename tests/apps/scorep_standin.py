@@ -5,7 +5,8 @@
 The profile is the template (a real Score-P profile of Extra-P's matrix-multiply test data, call tree
 main -> init_mat, zero_mat, mat_mul) with its time metric replaced by known functions of n:
 exclusive time main 0.05 s, init_mat 2e-3 n, zero_mat 1e-3 n log2(n), mat_mul 1e-5 n^2 (per location,
-stored inclusive as CUBE does). Every other metric is the template's.
+stored inclusive as CUBE does), and visits (exclusive counts) main 1, init_mat n, zero_mat 2 n, mat_mul n^2.
+Every other metric is the template's.
 """
 
 import argparse
@@ -20,6 +21,8 @@ from pycubexr import CubexParser
 
 EXCLUSIVE = {"main": lambda n: 0.05, "main->init_mat": lambda n: 2e-3 * n,
              "main->zero_mat": lambda n: 1e-3 * n * math.log2(n), "main->mat_mul": lambda n: 1e-5 * n * n}
+VISITS = {"main": lambda n: 1, "main->init_mat": lambda n: n, "main->zero_mat": lambda n: 2 * n,
+          "main->mat_mul": lambda n: n * n}
 
 
 def main() -> None:
@@ -44,13 +47,18 @@ def main() -> None:
         for root in cube.get_root_cnodes():
             walk(root, "")
         cids = list(cube.get_metric_values(metric=metric).cnode_indices)  # the data file's row order
+        visits = cube.get_metric_by_name("visits")
+        vids = list(cube.get_metric_values(metric=visits).cnode_indices)
     data = np.repeat([inclusive[c] for c in cids], nloc).astype("<f8")
+    counts = np.repeat([round(VISITS[names[c]](args.n)) for c in vids], nloc).astype("<u8")
     out_dir.mkdir(parents=True, exist_ok=True)
     with tarfile.open(args.template) as src, tarfile.open(out_dir / "profile.cubex", "w") as dst:
         for member in src.getmembers():
             content = src.extractfile(member).read()
             if member.name == f"{metric.id}.data":
                 content = b"CUBEX.DATA" + data.tobytes()
+            elif member.name == f"{visits.id}.data":
+                content = b"CUBEX.DATA" + counts.tobytes()
             info = tarfile.TarInfo(member.name)
             info.size = len(content)
             dst.addfile(info, io.BytesIO(content))

@@ -11,7 +11,9 @@ then writes ``profile.cubex`` there); after the run it reads the profile through
 per process rank, every call path (``main->solve->MPI_Allreduce``) with every metric as the rank's
 ``regions`` of the run record: ``{"time": s, "visits": k, "PAPI_FP_OPS": ..., ...}`` (exclusive values;
 over a rank's threads the maximum for time metrics, the sum for counts). The tables and models then
-treat the call paths like the built-in apps' regions (time: maximum over ranks). ``profile`` may also
+treat the call paths like the built-in apps' regions (time: maximum over ranks), and model every other
+metric of a call path too (perfsweep.tables.aggregate: counts summed over ranks, ``*time*`` metrics
+their maximum, ``min_*`` their minimum). ``profile`` may also
 name the ``.cubex`` file itself; placeholders are the app's parameters, ``{study}``, ``{config_id}`` and
 ``{repetition}``. A profile missing after the run, older than the run, or unreadable makes the run
 ``failed`` with the reason. Nothing is deleted.

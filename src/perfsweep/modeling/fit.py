@@ -25,11 +25,14 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
    from a^7/4 log2(b) + a^7/4, where every single move is worse).
 
 5. A chosen model that explains less variance (adjusted R^2) than the best single-term model of one
-   or two factors is replaced by that model (where it fits within the noise, if more than 0.01 less).
+   or two factors (with 3 parameters also three) is replaced by that model (where it fits within the
+   noise, if more than 0.01 less).
 
 Every measurement set is scaled to a largest mean of 1 before fitting; sets with zeros are fitted
 without weights, sets with negative values also without the sign rule; with ``bootstrap`` the
-repetitions are resampled and every resample modelled in the same batch (Model.lead_share, .interval).
+repetitions are resampled and every resample modelled anew (Model.lead_share, .interval): with one
+parameter by the whole search, with several by a selection seeded with the candidates that the search
+of the original data reached (steps 2-4 once per set, not once per resample; _Fit.reselect).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
 a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a
@@ -151,15 +154,38 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
                 owner += [j] * opts.bootstrap
         ybar_all, noise_all = np.array(ybar), np.array(noise)
         models: list[Model] = []
-        for start in range(0, len(ybar_all), _CHUNK):
-            models += _Fit(x, ybar_all[start:start + _CHUNK], noise_all[start:start + _CHUNK], names, pairs, o).models()
+        pools: list[_Entries] = []  # per set: the candidates its search reached (rows: the set's index)
+        for start in range(0, len(sets), _CHUNK):
+            stop = min(start + _CHUNK, len(sets))
+            fit = _Fit(x, ybar_all[start:stop], noise_all[start:stop], names, pairs, o)
+            models += fit.models()
+            if x.shape[1] > 1:
+                pool = replace(fit.pool, row=fit.pool.row + start)
+                pools += [pool.take(pool.row == j) for j in range(start, start + fit.m)]
         owner_arr = np.array(owner)
+        models += _resample_models(x, ybar_all[len(sets):], noise_all[len(sets):], owner_arr[len(sets):], pools,
+                                   names, pairs, o)
         for j, (i, _, scale) in enumerate(sets):
             model = models[j]
             model.bootstrap = [models[b] for b in np.flatnonzero(owner_arr == j) if b >= len(sets)]
             _lead_share(model)
             out[i] = _rescaled(model, scale)
     return out
+
+
+def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[Model]:
+    """The models of the resamples (rows of ``ybar``; ``owner``: the set each was drawn from). One
+    parameter: the whole search, which is cheap. Several: the search is seeded with the candidates
+    the search of the owner's original data reached (_Fit.reselect), ~10x cheaper per resample."""
+    models: list[Model] = []
+    for start in range(0, len(ybar), _CHUNK):
+        fit = _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts)
+        if not pools:
+            models += fit.models()
+            continue
+        parts = [replace(pools[j], row=np.full(len(pools[j].row), r)) for r, j in enumerate(owner[start:start + _CHUNK])]
+        models += fit.reselect(_Entries.concat(parts))
+    return models
 
 
 def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
@@ -787,9 +813,36 @@ class _Fit:
                     rest = _Entries.concat([rest, polished])
                 first = _Entries.concat([first, rest])
             en = first
+        self.pool = en.unique()  # every candidate the search reached (seeds the resamples' selection)
         out: list[Model | None] = [None] * self.m
         self.finish(self.best_per_row(en), out)
         return out  # type: ignore[return-value]
+
+    def reselect(self, seed: "_Entries") -> list[Model]:
+        """The models of resampled data (several parameters), chosen like :meth:`models` but from a
+        known pool: the candidates the search of the original data reached (``seed``, rows of this
+        fit), rescored on the resample, together with the resample's own step-2 candidates; the best
+        then gets the same coordinate descent over its exponents. Unlike :meth:`models` no structure
+        is grown or polished anew: a resample is the original data with other noise, so the original
+        search's candidates stand for the structures it can choose (the costly widening is done once,
+        not once per resample)."""
+        choice, usable = self.single_parameter_choices()
+        own = self.entries(*self.best_combinations(choice, usable))
+        seed = replace(seed, score=self.entry_scores(seed))
+        best = self.best_per_row(_Entries.concat([own, seed]))
+        self.refine(best)
+        out: list[Model | None] = [None] * self.m
+        self.finish(best, out)
+        return out  # type: ignore[return-value]
+
+    def entry_scores(self, en: "_Entries") -> np.ndarray:
+        """The criterion of every entry on this fit's data (inf where a coefficient that must be
+        positive is not, or where there are not more points than coefficients)."""
+        _, cols, used = self.columns(en)
+        g, b = self.moments(en, cols, used)
+        _, rss, ok = _solve(g, b, self.ywy[en.row], self.positive(used))
+        k = used.sum(axis=1)
+        return np.where(ok & (k < self.n), self.score(rss, k, self.ywy[en.row]), np.inf)
 
     @staticmethod
     def best_per_row(en: "_Entries", count: int = 1) -> "_Entries":
@@ -904,11 +957,41 @@ class _Fit:
             factors += [(Factor(k, *a), Factor(l, *b)) for a in self.pairs[k] for b in self.pairs[l]]
         return np.concatenate(values), factors
 
+    def best_product_of_three(self, yc: np.ndarray, syy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """R^2 of the best c0 + c1 a b c (one pair of each of the 3 parameters, c1 > 0 if positive)
+        per row of the centred values ``yc`` (E, N), and its pair per parameter (E, 3). On a full
+        grid the 74,088 products' moments separate into per-parameter sums (cheap); elsewhere they
+        are computed over the points."""
+        a, b, c = self.values
+        u = [np.unique(self.x[:, k], return_inverse=True) for k in range(3)]
+        full = len(np.unique(self.x, axis=0)) == self.n == np.prod([len(v) for v, _ in u])
+        e = len(yc)
+        if full:
+            grid = np.zeros((e, *(len(v) for v, _ in u)))
+            grid[:, u[0][1].ravel(), u[1][1].ravel(), u[2][1].ravel()] = yc
+            av, bv, cv = (_term_values(v, self.pairs[k]) for k, (v, _) in enumerate(u))
+            sty = np.einsum("muvw,iu->mivw", grid, av)
+            sty = np.einsum("mivw,jv->mijw", sty, bv)
+            sty = np.einsum("mijw,kw->mijk", sty, cv).reshape(e, -1)
+            total = np.einsum("i,j,k->ijk", *((t * t).sum(axis=1) for t in (av, bv, cv))).ravel()
+            mean = np.einsum("i,j,k->ijk", *(t.mean(axis=1) for t in (av, bv, cv))).ravel()
+            stt = total - self.n * mean ** 2
+        else:
+            bank = (a[:, None, None, :] * b[None, :, None, :] * c[None, None, :, :]).reshape(-1, self.n)
+            total = np.sum(bank * bank, axis=1)
+            bank = bank - bank.mean(axis=1, keepdims=True)
+            stt, sty = np.sum(bank * bank, axis=1), yc @ bank.T
+        ok = (stt > 1e-12 * total)[None, :] & ((sty > 0) if self.opts.positive else True)
+        r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
+        best = np.argmax(r2, axis=1)
+        return r2[np.arange(e), best], np.column_stack(np.unravel_index(best, (len(a), len(b), len(c))))
+
     def plausible(self, en: "_Entries", out: list) -> None:
         """Where a chosen model neither fits within the noise the repetitions show nor explains as
-        much of the variance (adjusted R^2) as the best model with a single term of one or two
-        factors (least squares, coefficient positive), that model replaces it: relative weights can
-        otherwise prefer a constant under data that rise from 478 to 6448 with large scatter."""
+        much of the variance (adjusted R^2) as the best model with a single term (of one or two
+        factors; with 3 parameters also of three), least squares, coefficient positive, that model
+        replaces it: relative weights can otherwise prefer a constant under data that rise from 478 to
+        6448 with large scatter."""
         if self.n <= 3:
             return
         fits = self.fits_noise(en)
@@ -921,15 +1004,26 @@ class _Fit:
         r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
         best = np.argmax(r2, axis=1)
         r2_best = np.maximum(r2[np.arange(len(best)), best], 0.0)  # at worst the constant (the mean)
+        terms = [Term(tuple(sorted(factors[t]))) for t in best]
+        if self.q == 3:  # products of all three parameters too, where one could replace the model
+            # (no single term has R^2 above 1: a model within the noise at adj. R^2 >= 0.99 stays)
+            adj_model = np.array([out[r].adj_r2 for r in en.row])
+            need = np.flatnonzero((syy > 0) & ~(fits[en.row] & (adj_model >= 1 - _R2_SLACK)) & ~(adj_model >= 1))
+            r2_three, pick = np.full(len(en.row), -np.inf), np.zeros((len(en.row), 3), int)
+            for part in np.array_split(need, max(1, len(need) // 32)) if len(need) else []:
+                r2_three[part], pick[part] = self.best_product_of_three(yc[part], syy[part])
+            for i in np.flatnonzero(r2_three > r2_best):
+                r2_best[i] = r2_three[i]
+                terms[i] = Term(tuple(Factor(k, *self.pairs[k][pick[i, k]]) for k in range(3)))
         adj = 1 - (1 - r2_best) * (self.n - 1) / (self.n - 2)
         for i, r in enumerate(en.row):
             if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
                 continue
-            t = best[i]
             if r2_best[i] > 0:
-                slope = sty[i, t] / stt[t]
-                model = Model(self.names, [Term(tuple(sorted(factors[t])))],
-                              np.array([y[i].mean() - slope * bank[t].mean(), slope]), points=self.x, values=self.y[r])
+                tv = terms[i].values(self.x)
+                slope = np.sum((tv - tv.mean()) * yc[i]) / np.sum((tv - tv.mean()) ** 2)
+                model = Model(self.names, [terms[i]], np.array([y[i].mean() - slope * tv.mean(), slope]),
+                              points=self.x, values=self.y[r])
             else:
                 model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])
             _statistics(model, y[i], model.predict(self.x))

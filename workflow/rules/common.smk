@@ -4,6 +4,7 @@ import sys
 
 from perfsweep.config import ConfigError, load_config, load_config_file
 from perfsweep.cluster.launch import ClusterSettings
+from perfsweep.rounds import planned_repetitions
 from perfsweep.runner import RunSpec
 
 PYTHON = sys.executable
@@ -30,6 +31,9 @@ SWEEP = _load_sweep()
 R = SWEEP.results
 STUDIES = {s.name: s for s in SWEEP.studies}
 CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.configurations()}
+# repetitions per configuration: k, or with adaptive repetitions what the rounds planned so far
+# (<results>/plan/<study>/repetitions.json, perfsweep.rounds): raising it adds only the new rep<k>
+REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in planned_repetitions(s, R).items()}
 
 
 wildcard_constraints:
@@ -44,7 +48,7 @@ def get_run_records(wildcards):
     return [
         f"{R}/runs/{study.name}/{c.config_id}/rep{k}.json"
         for c in study.configurations()
-        for k in range(study.repetitions)
+        for k in range(REPS[(study.name, c.config_id)])
     ]
 
 
@@ -93,7 +97,7 @@ def get_bundle_args(study, config_id):
     return " ".join(
         f"--spec {shlex.quote(replace(spec, repetition=k).to_json())}"
         f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{k}.json')}"
-        for k in range(STUDIES[study].repetitions)
+        for k in range(REPS[(study, config_id)])
     )
 
 
@@ -154,7 +158,7 @@ def get_expected_records():
     for s in SWEEP.studies:
         for c in s.configurations():
             varied = {n: c.params[n] for n in s.vary}
-            for k in range(s.repetitions):
+            for k in range(REPS[(s.name, c.config_id)]):
                 out.append((f"{R}/runs/{s.name}/{c.config_id}/rep{k}.json",
                             dict(study=s.name, config_id=c.config_id, repetition=k, params=varied)))
     return out

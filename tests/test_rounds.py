@@ -75,7 +75,7 @@ def test_raising_max_runs_only_the_missing_repetitions(tmp_path):
 
 
 @pytest.mark.slow
-def test_tightening_the_target_and_remeasure_run_only_flagged_configurations(tmp_path):
+def test_tightening_the_target_runs_only_the_missing_repetitions(tmp_path):
     results = tmp_path / "results"
     new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}))
     assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1)]  # CV 0 and 0.12: both met
@@ -85,13 +85,17 @@ def test_tightening_the_target_and_remeasure_run_only_flagged_configurations(tmp
     var = pd.read_csv(results / "tables" / "s" / "variability.csv").set_index("config_id")
     assert var.loc["n=2", "n_runs"] == 6 and var.loc["n=1", "n_runs"] == 2
 
+
+@pytest.mark.slow
+def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
     # a fixed k with policy remeasure: configurations above the CV threshold are measured again, up to 2k
-    cfg = config(results, 6, cv_threshold=0.05, policy="remeasure")
-    cfg["studies"]["s"]["vary"]["n"] = [1, 2, 3]
-    new, _ = perfsweep_run(tmp_path, cfg)  # n=3 (alternating like n=2) is new: 6, then 6 more
-    assert measured(new) == [("n=3", k) for k in range(12)]
+    results = tmp_path / "results"
+    new, out = perfsweep_run(tmp_path, config(results, 2, cv_threshold=0.05, policy="remeasure"))
+    assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1), ("n=2", 2), ("n=2", 3)]
+    assert "CV <= 5 % (remeasure)" in out
     agg = pd.read_csv(results / "tables" / "s" / "medians.csv").set_index("config_id")
-    assert agg.loc["n=3", "n_runs"] == 12 and bool(agg.loc["n=3", "flagged"])  # kept, with its flag
+    assert agg.loc["n=2", "n_runs"] == 4 and bool(agg.loc["n=2", "flagged"])  # still above: kept, flagged
+    assert agg.loc["n=1", "n_runs"] == 2 and not bool(agg.loc["n=1", "flagged"])
 
 
 def test_config_keys(tmp_path):

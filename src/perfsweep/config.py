@@ -231,13 +231,13 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 except ValueError as exc:
                     raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
         where = f"{base}.repetitions" if "repetitions" in sdef else "repetitions"
-        k, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
+        k_min, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
         studies.append(
             Study(
                 name=sname,
                 vary={k: list(v) for k, v in sdef["vary"].items()},
                 fixed=fixed,
-                repetitions=k,
+                repetitions=k_min,
                 max_repetitions=k_max,
                 until=until,
                 scaling=sdef.get("scaling", "auto"),

@@ -20,7 +20,9 @@ all molecules (replicated data). Rank 0 writes a small trajectory and energy fil
 steps after a Barrier, as ms2 writes its results. Work per rank grows like n d c^3 m^2 / p.
 
 Timed per rank (perfsweep.apps.instrument): phases init, compute, io, comm (per collective), and the
-regions setup, step/neighbours, step/forces, step/integrate, step/output.
+regions setup, step/neighbours, step/forces, step/integrate, step/output. Before the timed steps,
+``--warmup`` steps (default 1) run untimed (first calls, neighbour lists, caches: the timed steps see a
+warm steady state); their time is reported as the report's ``warmup``, outside ``time``.
 """
 
 from __future__ import annotations

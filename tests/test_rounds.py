@@ -162,3 +162,9 @@ def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
     calls[:] = []
     assert rounds.run_rounds(lambda targets: calls.append(targets) or len(targets), None, "r") == 1
     assert calls == [["runs"], []]  # a failed round ends the rounds; the rest is still built (keep-going)
+    # no step can plan anything for this sweep (a fixed k): one invocation of the whole workflow
+    calls[:] = []
+    fixed = load_config(config("r", 3))
+    monkeypatch.setattr(rounds, "ROUND_STEPS", [rounds.adaptive_repetitions])
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, fixed, "r") == 0 and calls == [[]]
+    assert rounds.adaptive_repetitions.active(load_config(config("r", {"max": 4})))

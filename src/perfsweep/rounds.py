@@ -4,7 +4,8 @@
 :data:`ROUND_STEPS`; a step looks at the records of the sweep and writes new work for the DAG into a
 state file under ``<results>/plan/<study>/`` (e.g. more repetitions for a configuration whose CV is
 still too high). If any step wrote new work, Snakemake runs again, at most :data:`MAX_ROUNDS` times;
-then once for the whole workflow (tables, models, figures). The DAG reads the
+then once for the whole workflow (tables, models, figures). A sweep for which no step is active (e.g.
+a fixed k) runs in one invocation. The DAG reads the
 state files when it is planned (workflow/rules/common.smk), so a round runs only what is new: records
 that exist are never measured again or overwritten.
 
@@ -192,7 +193,11 @@ def describe_target(until: dict, threshold: float | None) -> str:
     return ", ".join(parts)
 
 
-# Steps called after every Snakemake round: step(sweep, results_dir) -> True if it planned new work.
+adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetitions for s in sweep.studies)
+
+# Steps called after every Snakemake round: step(sweep, results_dir) -> True if it planned new work. A
+# step may say with an attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep;
+# when none can, the sweep runs in one Snakemake invocation, as without rounds.
 ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions]
 
 
@@ -202,6 +207,8 @@ def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: st
     models and figures are not built for records that the next round extends), then every step;
     again while a step planned more (at most ``max_rounds`` rounds); then the whole workflow once.
     ``run_snakemake(targets)`` returns Snakemake's exit code; so does this."""
+    if not any(getattr(step, "active", lambda sweep: True)(sweep) for step in ROUND_STEPS):
+        return run_snakemake([])
     results_dir = results_dir or sweep.results
     for rnd in range(1, max_rounds + 1):
         rc = run_snakemake(["runs"])

@@ -27,3 +27,8 @@ rule all:
         get_all_report_outputs,
         get_all_run_records,  # a deleted record is measured again (workflow/rules/run.smk)
     default_target: True
+
+
+rule runs:  # the run records only: what `perfsweep run` measures in rounds (perfsweep.rounds)
+    input:
+        get_all_run_records,

@@ -119,3 +119,17 @@ def test_bad_arguments_exit_2_with_one_line(args, message):
     proc = subprocess.run([sys.executable, "-m", "perfsweep.apps.ljmd", *sum(base.items(), ())],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith(message) and "Traceback" not in proc.stderr
+
+
+def test_warmup_steps_run_untimed_and_are_recorded(tmp_path):
+    args = ["--n", 300, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 4]
+    cold = run_ljmd(tmp_path, 1, *args, "--warmup", 0)
+    warm = run_ljmd(tmp_path, 1, *args, "--warmup", 3)
+    assert cold["warmup"] == {"steps": 0, "time": 0.0} and "warmup" not in cold["ranks"][0]
+    assert warm["warmup"]["steps"] == 3 and warm["warmup"]["time"] == warm["ranks"][0]["warmup"] > 0
+    rank = warm["ranks"][0]
+    # the warm-up's steps are in no region: the timed run visits its 1 + 4 force evaluations only
+    assert rank["regions"]["step/forces"]["visits"] == cold["ranks"][0]["regions"]["step/forces"]["visits"] == 5
+    assert rank["other"] >= 0 and sum(rank[k] for k in ("init", "compute", "io", "comm")) <= rank["total"] + 1e-9
+    # the warm-up advanced the state: the timed steps start 3 steps later
+    assert warm["extra"]["centre_checksum"] != cold["extra"]["centre_checksum"]

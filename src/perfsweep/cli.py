@@ -36,7 +36,8 @@ def _validate(args: argparse.Namespace) -> int:
     print(f"{args.config}: valid; {len(sweep.studies)} studies, {sweep.n_runs()} runs")
     for s in sweep.studies:
         grid = " x ".join(f"{k}({len(v)})" for k, v in s.vary.items())
-        print(f"  {s.name}: {grid}, k={s.repetitions}, {len(s.configurations())} configurations")
+        k = f"{s.repetitions}..{s.max_repetitions} (adaptive)" if s.max_repetitions > s.repetitions else s.repetitions
+        print(f"  {s.name}: {grid}, k={k}, {len(s.configurations())} configurations")
     return _check_sample_output(sweep, args.sample_output) if args.sample_output else 0
 
 
@@ -95,9 +96,18 @@ def _run(args: argparse.Namespace) -> int:
             "--configfile", args.config]
     keep_going = [] if args.stop_on_error else ["--keep-going"]
     cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
-    print("+ " + " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd)
-    if rc != 0 or args.no_report or "-n" in args.snakemake or "--dry-run" in args.snakemake:
+    dry = "-n" in args.snakemake or "--dry-run" in args.snakemake
+
+    def snakemake(targets: list[str]) -> int:
+        print("+ " + " ".join([*cmd, *targets]), flush=True)
+        return subprocess.call([*cmd, *targets])
+
+    if dry:
+        return snakemake([])
+    from perfsweep.rounds import run_rounds
+
+    rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
+    if rc != 0 or args.no_report:
         return rc
     report = str(Path(sweep.results) / "report.html")
     cmd = [*base, "--report", report]

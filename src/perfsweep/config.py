@@ -70,6 +70,13 @@ class Study:
     description: str = ""
     app: dict[str, Any] = field(default_factory=dict)
     processes: str = PROCESS_COUNT  # the sweep's process-count parameter (config key processes:)
+    # adaptive repetitions (perfsweep.rounds): `repetitions` is the min, up to max_repetitions
+    max_repetitions: int | None = None
+    until: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.max_repetitions is None:
+            self.max_repetitions = self.repetitions
 
     @property
     def varied(self) -> list[str]:
@@ -254,12 +261,16 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                     builtin.check(cfg.params)
                 except ValueError as exc:
                     raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
+        where = f"{base}.repetitions" if "repetitions" in sdef else "repetitions"
+        k_min, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
         studies.append(
             Study(
                 name=sname,
                 vary={k: list(v) for k, v in sdef["vary"].items()},
                 fixed=fixed,
-                repetitions=sdef.get("repetitions", data["repetitions"]),
+                repetitions=k_min,
+                max_repetitions=k_max,
+                until=until,
                 scaling=sdef.get("scaling", "auto"),
                 description=sdef.get("description", ""),
                 app=s_app,
@@ -295,6 +306,26 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         bundle=data["bundle"],
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
+
+
+def _repetitions(source: str, where: str, value: Any, data: dict[str, Any]) -> tuple[int, int, dict[str, float]]:
+    """(min, max, until) of a repetitions: value: a fixed k (under policy remeasure up to 2k), or
+    {min, max, until} (until by default the CV threshold)."""
+    var = data["variability"]
+    if not isinstance(value, dict):
+        return value, 2 * value if var["policy"] == "remeasure" else value, {}
+    k, k_max = value.get("min", 3), value["max"]
+    if k_max < k:
+        raise ConfigError(source, f"{where}.max", f"{k_max} is below min {k}")
+    until = dict(value.get("until") or {"cv": var["cv_threshold"]})
+    if "level" in until and "ci" not in until:
+        raise ConfigError(source, f"{where}.until.level", "only with ci (the confidence level of the median's interval)")
+    if "ci" in until:
+        until.setdefault("level", 0.95)
+    if data["bundle"] == "repetitions" and k_max > k:
+        raise ConfigError(source, where, "adaptive repetitions with bundle: repetitions would rerun whole "
+                          "bundles each round; give a fixed number or bundle: none")
+    return k, k_max, until
 
 
 def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: dict[str, Any], procs: str,
@@ -380,7 +411,8 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     total, biggest = 0, ("", 0)
     for sname, sdef in data["studies"].items():
         n = math.prod(len(v) for v in (sdef.get("vary") or {}).values()) if sdef.get("vary") else 0
-        n *= sdef.get("repetitions", data["repetitions"])
+        k = sdef.get("repetitions", data["repetitions"])
+        n *= k["max"] if isinstance(k, dict) else k
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
     if total > MAX_RUNS:

@@ -24,6 +24,7 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
                   "comm_ops": {"Allreduce": s}, "regions": {"step/forces": {"time": s, "visits": k}},
                   "threads": [{"thread": 0, "useful": s}, ...] (optional) }, ...],
       "metrics": {"name": value, ...},   # extra scalar metrics (regex matches of external apps)
+      "warmup": {"steps": 1, "time": s},   # built-in apps: what ran untimed before the measurement
       "stdout_tail": "...", "stderr_tail": "...",
       "perfsweep_version": "0.1.0"
     }

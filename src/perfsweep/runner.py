@@ -313,6 +313,8 @@ def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_pat
         record["hosts"] = report.get("hosts")
         if report.get("extra"):
             record["app_extra"] = report["extra"]
+        if report.get("warmup"):  # what the app ran untimed before its measurement (apps.instrument)
+            record["warmup"] = report["warmup"]
         t = report.get("time", max(r["total"] for r in report["ranks"]))
         if not is_time(t):
             raise ValueError(f"timings file {report_path}: time {t!r} is not a finite number >= 0")

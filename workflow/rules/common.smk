@@ -6,6 +6,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from perfsweep.config import ConfigError, load_config, load_config_file
 from perfsweep.cluster.launch import ClusterSettings
+from perfsweep.rounds import planned_repetitions
 from perfsweep.runner import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
@@ -41,6 +42,9 @@ SWEEP = _load_sweep()
 R = SWEEP.results
 STUDIES = {s.name: s for s in SWEEP.studies}
 CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.configurations()}
+# repetitions per configuration: k, or with adaptive repetitions what the rounds planned so far
+# (<results>/plan/<study>/repetitions.json, perfsweep.rounds): raising it adds only the new rep<k>
+REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in planned_repetitions(s, R).items()}
 
 
 wildcard_constraints:
@@ -55,7 +59,7 @@ def get_run_records(wildcards):
     return [
         f"{R}/runs/{study.name}/{c.config_id}/rep{k}.json"
         for c in study.configurations()
-        for k in range(study.repetitions)
+        for k in range(REPS[(study.name, c.config_id)])
     ]
 
 
@@ -104,7 +108,7 @@ def get_bundle_args(study, config_id):
     return " ".join(
         f"--spec {shlex.quote(replace(spec, repetition=k).to_json())}"
         f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{k}.json')}"
-        for k in range(STUDIES[study].repetitions)
+        for k in range(REPS[(study, config_id)])
     )
 
 
@@ -131,7 +135,7 @@ def get_run_resource(key, study=None):
 @functools.lru_cache(maxsize=None)
 def _run_resources(study, config_id, bundled, final):
     cfg = CONFIGS[(study, config_id)]
-    runs = STUDIES[study].repetitions if bundled else 1
+    runs = REPS[(study, config_id)] if bundled else 1
     minutes = max(1, int(runs * SWEEP.timeout // 60) + 1)
     return CLUSTER.resources(int(cfg.params[SWEEP.processes]), CLUSTER.threads(cfg.params), minutes, final)
 
@@ -148,7 +152,7 @@ def get_expected_records():
     for s in SWEEP.studies:
         for c in s.configurations():
             varied = {n: c.params[n] for n in s.vary}
-            for k in range(s.repetitions):
+            for k in range(REPS[(s.name, c.config_id)]):
                 out.append((f"{R}/runs/{s.name}/{c.config_id}/rep{k}.json",
                             dict(study=s.name, config_id=c.config_id, repetition=k, params=varied)))
     return out

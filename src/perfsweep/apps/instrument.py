@@ -47,6 +47,17 @@ class RankTimer:
         self.region_visits: dict[str, int] = {}
         self.threads: list[dict[str, float]] | None = None
         self._region_stack: list[str] = []
+        self.warmup = 0.0  # wall time of untimed() blocks: in no phase and not in total
+
+    @contextmanager
+    def untimed(self) -> Iterator["RankTimer"]:
+        """A warm-up that is not measured: its wall time is left out of ``total`` (and every phase)
+        and kept as ``warmup``. Yields a scratch timer for the warm-up's own phases and regions."""
+        t0 = time.perf_counter()
+        try:
+            yield RankTimer()
+        finally:
+            self.warmup += time.perf_counter() - t0
 
     @contextmanager
     def phase(self, kind: str) -> Iterator[None]:
@@ -83,7 +94,7 @@ class RankTimer:
             self.region_visits[path] = self.region_visits.get(path, 0) + 1
 
     def elapsed(self) -> float:
-        return time.perf_counter() - self._start
+        return time.perf_counter() - self._start - self.warmup
 
     def as_dict(self, rank: int) -> dict[str, Any]:
         total = self.elapsed()
@@ -93,6 +104,8 @@ class RankTimer:
         row.update({k: self.phases[k] for k in PHASES})
         row["other"] = max(0.0, total - sum(self.phases.values()))
         row["total"] = total
+        if self.warmup:
+            row["warmup"] = self.warmup
         row["comm_ops"] = dict(sorted(self.comm_ops.items()))
         row["regions"] = {
             k: {"time": self.regions[k], "visits": self.region_visits[k]} for k in sorted(self.regions)
@@ -124,11 +137,13 @@ def write_app_report(
     app: str,
     parameters: dict[str, Any],
     extra: dict[str, Any] | None = None,
+    warmup: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """Gather every rank's timings to rank 0 and write them as one JSON app report.
 
     Collective: every rank must call it. Returns the report on rank 0 and ``None`` elsewhere. With
-    ``path`` None, rank 0 prints the report to stdout instead.
+    ``path`` None, rank 0 prints the report to stdout instead. ``warmup`` says what ran untimed before
+    the measurement (e.g. ``{"steps": 1}``); its time, the longest rank's, is added.
     """
     rows = comm.gather(timer.as_dict(comm.Get_rank()), root=0)
     if comm.Get_rank() != 0:
@@ -145,6 +160,8 @@ def write_app_report(
     }
     if extra:
         report["extra"] = extra
+    if warmup is not None:
+        report["warmup"] = {**warmup, "time": max(r.get("warmup", 0.0) for r in rows)}
     if path is None:
         print(json.dumps(report, indent=1))
     else:

@@ -1,0 +1,228 @@
+"""Rounds of a sweep: measure, look at what was measured, plan more, measure again.
+
+``perfsweep run`` runs Snakemake for the run records (target ``runs``), then calls every step of
+:data:`ROUND_STEPS`; a step looks at the records of the sweep and writes new work for the DAG into a
+state file under ``<results>/plan/<study>/`` (e.g. more repetitions for a configuration whose CV is
+still too high). If any step wrote new work, Snakemake runs again, at most :data:`MAX_ROUNDS` times;
+then once for the whole workflow (tables, models, figures). A sweep for which no step is active (e.g.
+a fixed k) runs in one invocation. The DAG reads the
+state files when it is planned (workflow/rules/common.smk), so a round runs only what is new: records
+that exist are never measured again or overwritten.
+
+Adaptive repetitions (config ``repetitions: {min: 3, max: 10, until: {cv: 0.05}}``): every
+configuration gets ``min`` repetitions first; after each round, a configuration whose repetitions do
+not meet the target gets more (rep ids continue: rep3, rep4, ...), up to ``max``. The targets:
+
+- ``until: {cv: x}``: the coefficient of variation (std/mean) of its good repetitions is at most x;
+- ``until: {ci: x}``: the distribution-free confidence interval of the median (order statistics, level
+  ``level``, default 0.95) lies within +-x of the median (Hoefler and Belli, SC'15, Rule 5 / Sec. 4.2.2);
+- ``variability: {policy: remeasure}``: also the CV at most ``variability.cv_threshold``.
+
+State: ``<results>/plan/<study>/repetitions.json``, ``{config_id: repetitions it needs now}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+from perfsweep.records import write_json_atomic
+
+MAX_ROUNDS = 8
+REPETITIONS_FILE = "repetitions.json"
+
+
+def plan_file(results: str | Path, study: str, name: str) -> Path:
+    return Path(results) / "plan" / study / name
+
+
+def read_plan(results: str | Path, study: str, name: str) -> dict:
+    """A state file of earlier rounds ({} if there is none or it cannot be read: planned anew)."""
+    try:
+        data = json.loads(plan_file(results, study, name).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def planned_repetitions(study, results: str | Path) -> dict[str, int]:
+    """How many repetitions each configuration of ``study`` needs now: ``min``, or what earlier rounds
+    asked for, within [min, max] (a lowered max asks for fewer; the records beyond it stay on disk)."""
+    state = read_plan(results, study.name, REPETITIONS_FILE) if study.max_repetitions > study.repetitions else {}
+    out = {}
+    for cfg in study.configurations():
+        n = state.get(cfg.config_id, study.repetitions)
+        n = n if isinstance(n, int) and not isinstance(n, bool) else study.repetitions
+        out[cfg.config_id] = min(study.max_repetitions, max(study.repetitions, n))
+    return out
+
+
+# ---- the targets
+
+
+def cv_of(times: list[float]) -> float:
+    """std (ddof 1) / mean, as tables.variability computes it; NaN below 2 values."""
+    n = len(times)
+    if n < 2:
+        return math.nan
+    mean = sum(times) / n
+    if mean <= 0:
+        return math.nan
+    var = sum((t - mean) ** 2 for t in times) / (n - 1)
+    return math.sqrt(var) / mean
+
+
+def median_ci(times: list[float], level: float = 0.95) -> tuple[float, float, float] | None:
+    """(low, median, high): the distribution-free confidence interval of the median from order
+    statistics (the widest symmetric pair whose binomial coverage is >= level), None if n is too small
+    for the level (e.g. n < 6 at 0.95)."""
+    x = sorted(times)
+    n = len(x)
+    if n == 0:
+        return None
+    med = x[n // 2] if n % 2 else 0.5 * (x[n // 2 - 1] + x[n // 2])
+    best = None
+    for j in range(1, n // 2 + 1):  # interval [x_(j), x_(n-j+1)], 1-based
+        tail = sum(math.comb(n, i) for i in range(j)) / 2.0 ** n  # P(B(n, 1/2) <= j - 1)
+        if 1 - 2 * tail >= level:
+            best = j
+        else:
+            break
+    if best is None:
+        return None
+    return x[best - 1], med, x[n - best]
+
+
+def min_ci_runs(level: float) -> int:
+    """The fewest repetitions whose extremes bound the median at ``level``."""
+    n = 1
+    while 1 - 2 * 0.5 ** n < level:
+        n += 1
+    return n
+
+
+def shortfall(times: list[float], until: dict, threshold: float | None, batch: int = 1) -> int | None:
+    """None if the times meet the target, else how many repetitions in total to measure next: a batch
+    more for a CV (the sample's CV does not shrink with n, but a disturbed repetition weighs less
+    among more), as many as the interval's width suggests for the CI (at least len(times) + 1)."""
+    n = len(times)
+    need = []
+    cv = cv_of(times)
+    if any(limit is not None and not cv <= limit for limit in (until.get("cv"), threshold)):
+        need.append(n + batch)
+    if "ci" in until:
+        level = until.get("level", 0.95)
+        ci = median_ci(times, level)
+        if ci is None:
+            need.append(min_ci_runs(level))
+        else:
+            lo, med, hi = ci
+            half = max(med - lo, hi - med) / med if med > 0 else math.inf
+            if not half <= until["ci"]:  # the interval shrinks about like 1/sqrt(n)
+                need.append(math.ceil(n * (half / until["ci"]) ** 2) if math.isfinite(half) else n + 1)
+    if not need:
+        return None
+    return max(n + 1, *need)
+
+
+def _ok_times(results: Path, study: str, config_id: str, n: int) -> list[float] | None:
+    """The good times of rep0..rep<n-1>; None if a record is missing (not measured in this round)."""
+    times = []
+    for k in range(n):
+        path = results / "runs" / study / config_id / f"rep{k}.json"
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+        if isinstance(rec, dict) and rec.get("status") == "ok" and isinstance(rec.get("time"), (int, float)):
+            times.append(float(rec["time"]))
+    return times
+
+
+def adaptive_repetitions(sweep, results_dir: str | Path) -> bool:
+    """The round step of adaptive repetitions: plan more repetitions for every configuration whose
+    repetitions miss the target (repetitions.until, and the CV threshold under policy remeasure), in
+    batches of ``min`` (for the CI: as many as the interval's width suggests), up to ``max``.
+    Returns True if it planned any."""
+    results = Path(results_dir)
+    threshold = sweep.cv_threshold if sweep.cv_policy == "remeasure" else None
+    more = False
+    for study in sweep.studies:
+        if study.max_repetitions <= study.repetitions:
+            continue
+        planned = planned_repetitions(study, results)
+        new, short, at_max = dict(planned), 0, 0
+        for cid, n in planned.items():
+            times = _ok_times(results, study.name, cid, n)
+            if times is None:
+                continue
+            target = shortfall(times, study.until, threshold, study.repetitions)
+            if target is None:
+                continue
+            if n >= study.max_repetitions:
+                at_max += 1
+                continue
+            short += 1
+            failed = n - len(times)  # failed runs count as repetitions but give no time
+            new[cid] = min(study.max_repetitions, max(n + 1, target + failed))
+        if new != planned or not plan_file(results, study.name, REPETITIONS_FILE).exists():
+            write_json_atomic(plan_file(results, study.name, REPETITIONS_FILE), new)
+        if short:
+            more = True
+            added = sum(new.values()) - sum(planned.values())
+            print(f"perfsweep: study {study.name}: {short} configuration(s) miss the repetition target "
+                  f"({describe_target(study.until, threshold)}): {added} more run(s)"
+                  + (f"; {at_max} at max {study.max_repetitions}" if at_max else ""), flush=True)
+        elif at_max:
+            print(f"perfsweep: study {study.name}: {at_max} configuration(s) miss the repetition target "
+                  f"({describe_target(study.until, threshold)}) at max {study.max_repetitions} repetitions",
+                  flush=True)
+    return more
+
+
+def describe_target(until: dict, threshold: float | None) -> str:
+    parts = []
+    if "cv" in until:
+        parts.append(f"CV <= {100 * until['cv']:g} %")
+    if "ci" in until:
+        parts.append(f"median's {100 * until.get('level', 0.95):g} % CI within +-{100 * until['ci']:g} %")
+    if threshold is not None:
+        parts.append(f"CV <= {100 * threshold:g} % (remeasure)")
+    return ", ".join(parts)
+
+
+adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetitions for s in sweep.studies)
+
+# Steps called after every Snakemake round: step(sweep, results_dir) -> True if it planned new work. A
+# step may say with an attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep;
+# when none can, the sweep runs in one Snakemake invocation, as without rounds.
+ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions]
+
+
+def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: str | Path | None = None,
+               max_rounds: int = MAX_ROUNDS) -> int:
+    """Measure in rounds: Snakemake with the target ``runs`` (the run records only, so that tables,
+    models and figures are not built for records that the next round extends), then every step;
+    again while a step planned more (at most ``max_rounds`` rounds); then the whole workflow once.
+    ``run_snakemake(targets)`` returns Snakemake's exit code; so does this."""
+    if not any(getattr(step, "active", lambda sweep: True)(sweep) for step in ROUND_STEPS):
+        return run_snakemake([])
+    results_dir = results_dir or sweep.results
+    for rnd in range(1, max_rounds + 1):
+        rc = run_snakemake(["runs"])
+        if rc != 0:
+            break
+        planned = [step(sweep, results_dir) for step in ROUND_STEPS]  # every step, also after a True
+        if not any(planned):
+            break
+        if rnd == max_rounds:
+            print(f"perfsweep: stopped after {max_rounds} rounds; run again to measure what was planned",
+                  flush=True)
+            break
+        print(f"perfsweep: round {rnd + 1} of at most {max_rounds}: measuring what round {rnd} planned",
+              flush=True)
+    # also after a failed round: with --keep-going the other studies' tables and models are built
+    full = run_snakemake([])
+    return rc or full

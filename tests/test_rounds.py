@@ -1,0 +1,170 @@
+"""Adaptive repetitions (perfsweep.rounds): the targets, the config keys, and rounds of the real Snakemake
+through `perfsweep run` that measure only what is missing."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import BIN
+from perfsweep import rounds
+from perfsweep.config import ConfigError, load_config
+
+# An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
+# 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.
+APP = ("import os, sys; n = sys.argv[1]; i = 0\n"
+       "while True:\n"
+       "    try: os.close(os.open('calls/' + n + '-' + str(i), os.O_CREAT | os.O_EXCL)); break\n"
+       "    except FileExistsError: i += 1\n"
+       "print('time', 1.0 if n == '1' else (1.0, 1.2)[i % 2])")
+
+
+def config(results, repetitions, **variability):
+    return {
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"{APP}\" {{n}}", "time_pattern": "time ([0-9.]+)"},
+        "parameters": {"n": 1},
+        "studies": {"s": {"vary": {"n": [1, 2]}}},
+        "repetitions": repetitions,
+        "variability": {"cv_threshold": 0.5, **variability},
+        "results": str(results),
+    }
+
+
+def perfsweep_run(tmp_path, cfg):
+    """`perfsweep run` (its rounds); returns the records measured by it as {(config_id, rep)}."""
+    (tmp_path / "calls").mkdir(exist_ok=True)
+    before = set(_records(tmp_path))
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", "--no-report"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return set(_records(tmp_path)) - before, proc.stdout
+
+
+def _records(tmp_path):
+    """Every archived attempt (each measurement leaves one): (config_id, rep, archive name)."""
+    for path in (tmp_path / "results" / "archive").rglob("*.json"):
+        yield path.parent.name, int(path.name.split(".")[0][3:]), path.name
+
+
+def measured(new):
+    return sorted((cid, rep) for cid, rep, _ in new)
+
+
+@pytest.mark.slow
+def test_raising_max_runs_only_the_missing_repetitions(tmp_path):
+    reps = {"min": 2, "max": 4, "until": {"cv": 0.01}}
+    new, out = perfsweep_run(tmp_path, config(tmp_path / "results", reps))
+    # round 1: 2 x 2; the steady n=1 meets the target, n=2 gets a batch of min more (round 2), up to max
+    assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1), ("n=2", 2), ("n=2", 3)]
+    assert "round 2" in out and "miss the repetition target" in out
+    plan = json.loads((tmp_path / "results" / "plan" / "s" / "repetitions.json").read_text())
+    assert plan == {"n=1": 2, "n=2": 4}
+
+    new, _ = perfsweep_run(tmp_path, config(tmp_path / "results", reps))
+    assert new == set()  # nothing changed: nothing measured
+
+    new, _ = perfsweep_run(tmp_path, config(tmp_path / "results", {**reps, "max": 6}))
+    assert measured(new) == [("n=2", 4), ("n=2", 5)]  # only the missing repetitions of n=2
+    runs = pd.read_csv(tmp_path / "results" / "tables" / "s" / "runs.csv")
+    assert sorted(runs.groupby("config_id").size().items()) == [("n=1", 2), ("n=2", 6)]
+    assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 8  # each run once
+
+
+@pytest.mark.slow
+def test_tightening_the_target_runs_only_the_missing_repetitions(tmp_path):
+    results = tmp_path / "results"
+    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}))
+    assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1)]  # CV 0 and 0.12: both met
+
+    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.05}}))
+    assert measured(new) == [("n=2", k) for k in range(2, 6)]  # CV 0.1 stays above 0.05: up to max
+    var = pd.read_csv(results / "tables" / "s" / "variability.csv").set_index("config_id")
+    assert var.loc["n=2", "n_runs"] == 6 and var.loc["n=1", "n_runs"] == 2
+
+
+@pytest.mark.slow
+def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
+    # a fixed k with policy remeasure: configurations above the CV threshold are measured again, up to 2k
+    results = tmp_path / "results"
+    new, out = perfsweep_run(tmp_path, config(results, 2, cv_threshold=0.05, policy="remeasure"))
+    assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1), ("n=2", 2), ("n=2", 3)]
+    assert "CV <= 5 % (remeasure)" in out
+    agg = pd.read_csv(results / "tables" / "s" / "medians.csv").set_index("config_id")
+    assert agg.loc["n=2", "n_runs"] == 4 and bool(agg.loc["n=2", "flagged"])  # still above: kept, flagged
+    assert agg.loc["n=1", "n_runs"] == 2 and not bool(agg.loc["n=1", "flagged"])
+
+
+def test_config_keys(tmp_path):
+    base = config(tmp_path / "r", 3)
+    s = load_config(base).studies[0]
+    assert (s.repetitions, s.max_repetitions, s.until) == (3, 3, {})
+    s = load_config({**base, "repetitions": {"max": 10}}).studies[0]
+    assert (s.repetitions, s.max_repetitions, s.until) == (3, 10, {"cv": 0.5})  # until: the CV threshold
+    s = load_config({**base, "repetitions": {"min": 4, "max": 9, "until": {"ci": 0.05}}}).studies[0]
+    assert (s.repetitions, s.max_repetitions, s.until) == (4, 9, {"ci": 0.05, "level": 0.95})
+    study = {**base["studies"]["s"], "repetitions": {"min": 2, "max": 5, "until": {"cv": 0.02}}}
+    s = load_config({**base, "studies": {"s": study}}).studies[0]
+    assert (s.repetitions, s.max_repetitions, s.until) == (2, 5, {"cv": 0.02})
+    s = load_config({**base, "variability": {"policy": "remeasure"}}).studies[0]
+    assert (s.repetitions, s.max_repetitions) == (3, 6)
+    for bad, where in (({"min": 5, "max": 3}, "repetitions.max: 3 is below min 5"),
+                       ({"min": 3}, "repetitions: 'max' is a required property"),
+                       ({"max": 5, "until": {"level": 0.9}}, "repetitions.until.level: only with ci"),
+                       ({"max": 5, "until": {"cv": 0}}, "repetitions.until.cv: 0 is less than or equal"),
+                       ({"max": 5, "until": {"sd": 1}}, "repetitions.until: unknown key(s) ('sd' was unexpected)"),
+                       (0, "repetitions: 0 is less than the minimum of 1")):
+        with pytest.raises(ConfigError, match=None) as err:
+            load_config({**base, "repetitions": bad}, source="c.yaml")
+        assert str(err.value).startswith(f"c.yaml: {where}"), str(err.value)
+    with pytest.raises(ConfigError, match="bundle: repetitions would rerun whole bundles"):
+        load_config({**base, "repetitions": {"max": 5}, "bundle": "repetitions"})
+
+
+def test_targets():
+    assert rounds.shortfall([1.0, 1.0, 1.0], {"cv": 0.05}, None, batch=3) is None
+    assert rounds.shortfall([1.0, 1.2, 1.0], {"cv": 0.05}, None, batch=3) == 6
+    assert rounds.shortfall([1.0, 1.2, 1.0], {"cv": 0.2}, 0.05, batch=3) == 6  # remeasure's threshold
+    assert rounds.shortfall([1.0], {"cv": 0.5}, None, batch=2) == 3  # one good run: no CV yet
+    # the median's 95 % interval needs 6 values (its extremes then cover 1 - 2/64 = 0.97)
+    assert rounds.min_ci_runs(0.95) == 6 and rounds.median_ci([1.0] * 5) is None
+    assert rounds.shortfall([1.0] * 5, {"ci": 0.05, "level": 0.95}, None) == 6
+    assert rounds.median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]) == (1.0, 3.5, 6.0)
+    x = [1.0 + 0.01 * k for k in range(10)]  # 95 %: x_(2)..x_(9) around 1.045: within +-3.4 %
+    assert rounds.median_ci(x) == (1.01, pytest.approx(1.045), 1.08)
+    assert rounds.shortfall(x, {"ci": 0.05}, None) is None
+    assert rounds.shortfall(x, {"ci": 0.017}, None) == 39  # 10 x (0.0335 / 0.017)^2, rounded up
+
+
+def test_planned_repetitions_within_min_and_max(tmp_path):
+    sweep = load_config({**config(tmp_path / "r", {"min": 2, "max": 5})})
+    study = sweep.studies[0]
+    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+    path = rounds.plan_file(tmp_path / "r", "s", rounds.REPETITIONS_FILE)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"n=1": 9, "n=2": 4, "n=7": 3}))
+    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 5, "n=2": 4}  # a lowered max
+    path.write_text("{not json")
+    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+
+
+def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
+    calls, plans = [], iter([True, True, False])
+    monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: next(plans)])
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep=None, results_dir="r") == 0
+    assert calls == [["runs"]] * 3 + [[]] and "round 3 of at most" in capsys.readouterr().out
+    plans, calls[:] = iter([True] * 10), []
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, None, "r", max_rounds=2) == 0
+    assert calls == [["runs"]] * 2 + [[]] and "stopped after 2 rounds" in capsys.readouterr().out
+    calls[:] = []
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or len(targets), None, "r") == 1
+    assert calls == [["runs"], []]  # a failed round ends the rounds; the rest is still built (keep-going)
+    # no step can plan anything for this sweep (a fixed k): one invocation of the whole workflow
+    calls[:] = []
+    fixed = load_config(config("r", 3))
+    monkeypatch.setattr(rounds, "ROUND_STEPS", [rounds.adaptive_repetitions])
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, fixed, "r") == 0 and calls == [[]]
+    assert rounds.adaptive_repetitions.active(load_config(config("r", {"max": 4})))

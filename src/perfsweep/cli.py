@@ -5,6 +5,7 @@
                                          what the app's patterns extract from a saved output)
     perfsweep run [CONFIG] [-- SNAKEMAKE ARGS]
                                          validate, then run the sweep with Snakemake on this machine
+    perfsweep plan [CONFIG]              per study: design, configurations, runs, estimated core-hours
     perfsweep predict MODELS.json n=1000,2000 p=4
                                          evaluate a fitted model (results/models/<study>/models.json)
     perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
@@ -83,7 +84,16 @@ def _run(args: argparse.Namespace) -> int:
     cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
     print("+ " + " ".join(cmd), flush=True)
     rc = subprocess.call(cmd)
-    if rc != 0 or args.no_report or "-n" in args.snakemake or "--dry-run" in args.snakemake:
+    dry = "-n" in args.snakemake or "--dry-run" in args.snakemake
+    from perfsweep import rounds
+
+    for n in range(rounds.MAX_ROUNDS):  # adaptive designs: more points after each round (perfsweep.rounds)
+        if rc != 0 or dry or not rounds.plan_more(sweep, sweep.results):
+            break
+        print(f"perfsweep: round {n + 2}: more runs were planned ({sweep.results}/plan/)", flush=True)
+        print("+ " + " ".join(cmd), flush=True)
+        rc = subprocess.call(cmd)
+    if rc != 0 or args.no_report or dry:
         return rc
     report = str(Path(sweep.results) / "report.html")
     cmd = [*base, "--report", report]
@@ -230,8 +240,14 @@ def _register_extrap(sub) -> None:
     register_cli(sub)
 
 
+def _register_plan(sub) -> None:
+    from perfsweep.designs import register_cli
+
+    register_cli(sub)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap]
+_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan]
 
 
 def _positive_int(text: str) -> int:

@@ -28,6 +28,7 @@ import jsonschema
 import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, RUN_METRICS, ParamSpec
+from perfsweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -69,12 +70,19 @@ class Study:
     scaling: str = "auto"
     description: str = ""
     app: dict[str, Any] = field(default_factory=dict)
+    design: Design = field(default_factory=Design)  # which configurations of the grid (perfsweep.designs)
+    added: tuple[str, ...] = ()  # config ids adaptive rounds added (<results>/plan/<study>/points.json)
 
     @property
     def varied(self) -> list[str]:
         return list(self.vary)
 
     def configurations(self) -> list[Configuration]:
+        """The configurations the study's design measures (ids as in the full grid)."""
+        return self.grid() if self.design.kind == "full" else design_configurations(self)
+
+    def grid(self) -> list[Configuration]:
+        """Every configuration of the full grid."""
         names = list(self.vary)
         out = []
         for values in itertools.product(*(self.vary[n] for n in names)):
@@ -216,9 +224,13 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
             _check_value(source, f"{base}.fixed.{pname}", pname, v, s_specs.get(pname, default_spec))
         fixed = {k: v for k, v in s_params.items() if k not in sdef["vary"]}
         fixed.update(sdef.get("fixed", {}))
+        design = parse_design(sdef.get("design", data["design"]), source,
+                              f"{base}.design" if "design" in sdef else "design", sdef["vary"])
         if "name" in s_app:
             builtin = BUILTIN_APPS[s_app["name"]]
-            for cfg in Study(sname, dict(sdef["vary"]), fixed, 1).configurations():
+            # every point a design may measure (adaptive rounds may add any point of the grid)
+            checked = Study(sname, dict(sdef["vary"]), fixed, 1, design=design if design.kind == "sparse" else Design())
+            for cfg in checked.configurations():
                 try:
                     builtin.check(cfg.params)
                 except ValueError as exc:
@@ -232,6 +244,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 scaling=sdef.get("scaling", "auto"),
                 description=sdef.get("description", ""),
                 app=s_app,
+                design=design,
             )
         )
 
@@ -346,7 +359,7 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     """Refuse a grid too large to plan, before any configuration is built."""
     total, biggest = 0, ("", 0)
     for sname, sdef in data["studies"].items():
-        n = math.prod(len(v) for v in (sdef.get("vary") or {}).values()) if sdef.get("vary") else 0
+        n = _design_bound(sdef, data) if sdef.get("vary") else 0
         n *= sdef.get("repetitions", data["repetitions"])
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
@@ -355,6 +368,15 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
                           f"this study), more than the {MAX_RUNS:,} one workflow may plan (Snakemake would need roughly "
                           f"{total * 25 / 2**20:.1f} GiB and {total / 6480 * 10 / 60:.0f} CPU minutes to plan them); use fewer "
                           f"values or split the config")
+
+
+def _design_bound(sdef: dict[str, Any], data: dict[str, Any]) -> int:
+    """Configurations a study's design may measure (the full grid where its design is not yet checked)."""
+    try:
+        design = parse_design(sdef.get("design", data["design"]), "", "", sdef["vary"])
+    except UserError:
+        design = Design()
+    return max_size(design, sdef["vary"])
 
 
 def _check_paths(source: str, data: dict[str, Any]) -> None:

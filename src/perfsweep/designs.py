@@ -199,7 +199,7 @@ _CACHE: dict[str, list] = {}
 def design_configurations(study) -> list:
     """The configurations of ``study`` (a perfsweep.config.Study) under its design, in grid order,
     with the points adaptive rounds added (``study.added``: config ids)."""
-    from perfsweep.config import Configuration, format_value
+    from perfsweep.config import Configuration
 
     key = repr((study.name, study.vary, sorted(study.fixed.items()), study.design, study.added))
     if key in _CACHE:
@@ -213,11 +213,9 @@ def design_configurations(study) -> list:
     index = sorted(set(index))
     out = []
     for idx in index:
-        values = [study.vary[n][j] for n, j in zip(names, idx)]
         params = dict(study.fixed)
-        params.update(zip(names, values))
-        cid = "_".join(f"{n}={format_value(v)}" for n, v in zip(names, values))
-        out.append(Configuration(study.name, cid, params))
+        params.update((n, study.vary[n][j]) for n, j in zip(names, idx))
+        out.append(Configuration(study.name, config_id(study.vary, idx), params))
     _CACHE[key] = out
     return out
 

@@ -59,9 +59,10 @@ def test_switching_designs_reruns_nothing_measured(tmp_path):
 def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
     cfg, results = tmp_path / "c.yaml", tmp_path / "results"
     write_config(cfg, results, {"kind": "adaptive", "extra": 0, "per_round": 2, "rounds": 1}, k=2)
-    cmd = [str(PERFSWEEP), "run", str(cfg), "--cores", "2", "--no-report", "--", "results/tables/nm/runs.csv"]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    out = proc.stdout + proc.stderr
+    cmd = [str(PERFSWEEP), "run", str(cfg), "--cores", "2", "--no-report", "--", str(results / "tables" / "nm" / "runs.csv")]
+    # one stream, in order: Snakemake's log of each round, then perfsweep's line that starts the next
+    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    out = proc.stdout
     assert proc.returncode == 0, out[-4000:]
     first, _, second = out.partition("perfsweep: round 2:")
     assert runs_in(first) == 10  # the 5 line points x 2 repetitions
@@ -71,7 +72,7 @@ def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
     assert set(runs["config_id"]) >= set(state["points"]) and len(runs) == 14
     # the same command again: the design has stopped, nothing runs
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0 and runs_in(proc.stdout + proc.stderr) == 0
+    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert proc.returncode == 0 and runs_in(proc.stdout) == 0
     assert "round 2" not in proc.stdout
     assert len(list((results / "archive").rglob("*.json"))) == 14  # every run once

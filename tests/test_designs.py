@@ -99,6 +99,8 @@ def test_a_sparse_design_of_a_grid_too_large_to_plan_in_full_is_accepted():
         load_config(sweep_config(huge))
     study = load_config(sweep_config(huge, {"kind": "sparse", "extra": 0})).study("s")
     assert len(study.configurations()) == 1 + 6 * 9
+    with pytest.raises(ConfigError, match=r"c.yaml: studies.s.design: a grid of 1,000,000 configurations is too large"):
+        load_config(sweep_config(huge, "adaptive"), source="c.yaml")
 
 
 # --- adaptive rounds, on records of a known function (the records the runner writes: time, wall_time)

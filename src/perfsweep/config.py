@@ -359,7 +359,7 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     """Refuse a grid too large to plan, before any configuration is built."""
     total, biggest = 0, ("", 0)
     for sname, sdef in data["studies"].items():
-        n = _design_bound(sdef, data) if sdef.get("vary") else 0
+        n = _design_bound(source, sname, sdef, data) if sdef.get("vary") else 0
         n *= sdef.get("repetitions", data["repetitions"])
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
@@ -370,13 +370,10 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
                           f"values or split the config")
 
 
-def _design_bound(sdef: dict[str, Any], data: dict[str, Any]) -> int:
-    """Configurations a study's design may measure (the full grid where its design is not yet checked)."""
-    try:
-        design = parse_design(sdef.get("design", data["design"]), "", "", sdef["vary"])
-    except UserError:
-        design = Design()
-    return max_size(design, sdef["vary"])
+def _design_bound(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any]) -> int:
+    """Configurations a study's design may measure."""
+    where = f"studies.{sname}.design" if "design" in sdef else "design"
+    return max_size(parse_design(sdef.get("design", data["design"]), source, where, sdef["vary"]), sdef["vary"])
 
 
 def _check_paths(source: str, data: dict[str, Any]) -> None:

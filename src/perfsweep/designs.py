@@ -92,6 +92,10 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
         if v not in vary[name]:
             raise ConfigError(source, f"{where}.base.{name}", f"{format_value(v)} is not one of its values "
                                                               f"({', '.join(map(format_value, vary[name]))})")
+    grid = math.prod(len(v) for v in vary.values())
+    if grid > MAX_CANDIDATES and (kind == "adaptive" or (kind == "sparse" and value.get("extra", 2) > 0)):
+        raise ConfigError(source, where, f"a grid of {grid:,} configurations is too large to choose points from "
+                                         f"(at most {MAX_CANDIDATES:,}); use kind: sparse with extra: 0, or fewer values")
     budget = value.get("budget")
     if budget is not None and not math.isfinite(budget):
         raise ConfigError(source, f"{where}.budget", f"{budget!r} is not a finite number of core-hours")
@@ -156,10 +160,7 @@ def interaction_features(vary: dict[str, list[Any]], base: tuple[int, ...], inde
 
 
 def _grid_index(vary: dict[str, list[Any]]) -> np.ndarray:
-    sizes = [len(v) for v in vary.values()]
-    if math.prod(sizes) > MAX_CANDIDATES:
-        raise UserError(f"a grid of {math.prod(sizes):,} configurations is too large to choose extra points from "
-                        f"(at most {MAX_CANDIDATES:,}); give extra: 0 or fewer values")
+    sizes = [len(v) for v in vary.values()]  # at most MAX_CANDIDATES (parse_design)
     return np.array(list(itertools.product(*(range(n) for n in sizes))), dtype=int).reshape(-1, len(sizes))
 
 

@@ -36,13 +36,14 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from perfsweep.errors import UserError
+from perfsweep.records import write_json_atomic
 
 KINDS = ("full", "sparse", "adaptive")
 MAX_CANDIDATES = 200_000  # grid points an extra point or an adaptive round chooses from
@@ -298,12 +299,11 @@ def next_round(sweep, results_dir) -> bool:
 
 
 def adaptive_round(study, results_dir, processes: str = "p") -> bool:
-    from dataclasses import replace as _replace
-
-    from perfsweep.records import write_json_atomic
-
+    """One decision of an adaptive study, written to its points.json: fit the run time on every
+    configuration measured so far; stop (lead terms as in the previous round, budget, rounds, grid
+    exhausted) or add the ``per_round`` grid points of largest disagreement. True if points were added."""
     state = read_plan(results_dir, study.name)
-    study = _replace(study, added=tuple(state["points"]))
+    study = replace(study, added=tuple(state["points"]))
     configs = study.configurations()
     records = study_records(results_dir, study)
     names = list(study.vary)

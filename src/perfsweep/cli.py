@@ -5,6 +5,7 @@
                                          what the app's patterns extract from a saved output)
     perfsweep run [CONFIG] [-- SNAKEMAKE ARGS]
                                          validate, then run the sweep with Snakemake on this machine
+    perfsweep plan [CONFIG]              per study: design, configurations, runs, estimated core-hours
     perfsweep predict MODELS.json n=1000,2000 p=4
                                          evaluate a fitted model (results/models/<study>/models.json)
     perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
@@ -257,8 +258,14 @@ def _register_extrap(sub) -> None:
     register_cli(sub)
 
 
+def _register_plan(sub) -> None:
+    from perfsweep.designs import register_cli
+
+    register_cli(sub)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap]
+_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan]
 
 
 def _positive_int(text: str) -> int:

@@ -28,6 +28,7 @@ import jsonschema
 import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, PROCESSES, RUN_METRICS, ParamSpec
+from perfsweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
@@ -77,6 +78,8 @@ class Study:
     def __post_init__(self) -> None:
         if self.max_repetitions is None:
             self.max_repetitions = self.repetitions
+    design: Design = field(default_factory=Design)  # which configurations of the grid (perfsweep.designs)
+    added: tuple[str, ...] = ()  # config ids adaptive rounds added (<results>/plan/<study>/points.json)
 
     @property
     def varied(self) -> list[str]:
@@ -107,6 +110,11 @@ class Study:
         return out
 
     def configurations(self) -> list[Configuration]:
+        """The configurations the study's design measures (ids as in the full grid)."""
+        return self.grid() if self.design.kind == "full" else design_configurations(self)
+
+    def grid(self) -> list[Configuration]:
+        """Every configuration of the full grid."""
         names = list(self.vary)
         out = []
         for values in itertools.product(*(self.vary[n] for n in names)):
@@ -254,9 +262,13 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
             _check_value(source, f"{base}.fixed.{pname}", pname, v, s_specs.get(pname, default_spec))
         fixed = {k: v for k, v in s_params.items() if k not in sdef["vary"]}
         fixed.update(sdef.get("fixed", {}))
+        design = parse_design(sdef.get("design", data["design"]), source,
+                              f"{base}.design" if "design" in sdef else "design", sdef["vary"])
         if "name" in s_app:
             builtin = BUILTIN_APPS[s_app["name"]]
-            for cfg in Study(sname, dict(sdef["vary"]), fixed, 1).configurations():
+            # every point a design may measure (adaptive rounds may add any point of the grid)
+            checked = Study(sname, dict(sdef["vary"]), fixed, 1, design=design if design.kind == "sparse" else Design())
+            for cfg in checked.configurations():
                 try:
                     builtin.check(cfg.params)
                 except ValueError as exc:
@@ -275,6 +287,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 description=sdef.get("description", ""),
                 app=s_app,
                 processes=procs,
+                design=design,
             )
         )
 
@@ -410,7 +423,7 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     """Refuse a grid too large to plan, before any configuration is built."""
     total, biggest = 0, ("", 0)
     for sname, sdef in data["studies"].items():
-        n = math.prod(len(v) for v in (sdef.get("vary") or {}).values()) if sdef.get("vary") else 0
+        n = _design_bound(source, sname, sdef, data) if sdef.get("vary") else 0
         k = sdef.get("repetitions", data["repetitions"])
         n *= k["max"] if isinstance(k, dict) else k
         total += n
@@ -420,6 +433,12 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
                           f"this study), more than the {MAX_RUNS:,} one workflow may plan (Snakemake would need roughly "
                           f"{total * 25 / 2**20:.1f} GiB and {total / 6480 * 10 / 60:.0f} CPU minutes to plan them); use fewer "
                           f"values or split the config")
+
+
+def _design_bound(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any]) -> int:
+    """Configurations a study's design may measure."""
+    where = f"studies.{sname}.design" if "design" in sdef else "design"
+    return max_size(parse_design(sdef.get("design", data["design"]), source, where, sdef["vary"]), sdef["vary"])
 
 
 def _check_paths(source: str, data: dict[str, Any]) -> None:

@@ -198,7 +198,17 @@ adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetition
 # Steps called after every Snakemake round: step(sweep, results_dir) -> True if it planned new work. A
 # step may say with an attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep;
 # when none can, the sweep runs in one Snakemake invocation, as without rounds.
-ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions]
+def adaptive_designs(sweep, results_dir: str | Path) -> bool:
+    """The round step of adaptive designs (perfsweep.designs.next_round): more points where the models
+    of an adaptive study disagree most."""
+    from perfsweep import designs
+
+    return designs.next_round(sweep, results_dir)
+
+
+adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in sweep.studies)
+
+ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions, adaptive_designs]
 
 
 def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: str | Path | None = None,

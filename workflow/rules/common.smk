@@ -5,6 +5,8 @@ import sys
 from snakemake.settings.types import DeploymentMethod
 
 from perfsweep.config import ConfigError, load_config, load_config_file
+from perfsweep.designs import add_planned_points
+from perfsweep.errors import UserError
 from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.rounds import planned_repetitions
 from perfsweep.runner import RunSpec
@@ -39,6 +41,10 @@ def _load_sweep():
 
 
 SWEEP = _load_sweep()
+try:  # the points earlier rounds of adaptive designs added (results/plan/<study>/points.json)
+    add_planned_points(SWEEP)
+except UserError as exc:
+    sys.exit(f"perfsweep: {exc}")
 R = SWEEP.results
 STUDIES = {s.name: s for s in SWEEP.studies}
 CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.configurations()}

@@ -1,0 +1,475 @@
+"""Experiment designs: which configurations of a study's grid are measured.
+
+Usage::
+
+    study.design                      # Design(kind="sparse", base={}, extra=2, ...), from the config
+    study.configurations()            # the design's configurations (ids as in the full grid)
+    add_planned_points(sweep)         # + the points earlier adaptive rounds added (<results>/plan/...)
+    next_round(sweep, "results")      # after a round of runs: adaptive studies add points (True if any)
+
+Designs (config key ``design:`` per study, or at the top level as every study's default):
+
+- ``full``: every configuration of the grid (the product of the varied values), the default.
+- ``sparse``: per varied parameter one line of all its values through a base point (the smallest
+  value of every other parameter, or ``base:``), as Extra-P's sparse modeler measures (Ritter et al.,
+  IPDPS 2020), plus ``extra`` points off the lines. The lines determine every parameter's own terms;
+  how the terms combine (sums or products: the candidate models that agree on the lines) is seen only
+  off the lines. The extra points are chosen to separate those candidates: a model's products of
+  parameters are, relative to the base, products of the parameters' distances from it, so every extra
+  point is the one whose vector of such products (every subset of two or more parameters) has the
+  largest part not spanned by the points chosen before (a greedy D-optimal choice for the interaction
+  coefficients; the first is the corner opposite the base). 1 + sum(values - 1) + extra
+  configurations: linear in the number of parameters, where the grid is exponential.
+- ``adaptive``: starts as ``sparse``; after each round of runs (``perfsweep run``) the study's run
+  time is modelled (perfsweep.modeling, with resampled repetitions), and the ``per_round`` grid points
+  where the resampled models disagree most (largest spread of their log predictions) are added. It
+  stops when the model's lead terms are the same as after the previous round, when the study has spent
+  ``budget`` core-hours, after ``rounds`` rounds, or when the grid is exhausted. The added points are
+  kept in ``<results>/plan/<study>/points.json``, which the workflow reads while it plans.
+
+A design's configurations keep their ids from the full grid, so switching between designs, or adding
+points, reruns nothing that was measured.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfsweep.errors import UserError
+from perfsweep.records import write_json_atomic
+
+KINDS = ("full", "sparse", "adaptive")
+MAX_CANDIDATES = 200_000  # grid points an extra point or an adaptive round chooses from
+PLAN_SCHEMA = "perfsweep.plan/1"
+BOOTSTRAP = 40  # resampled models whose disagreement places an adaptive round's points
+
+
+@dataclass(frozen=True)
+class Design:
+    kind: str = "full"
+    base: dict[str, Any] = field(default_factory=dict)  # the lines' common point (default: smallest values)
+    extra: int = 2  # points off the lines (sparse, adaptive start)
+    per_round: int = 2  # points an adaptive round adds
+    rounds: int = 3  # adaptive rounds that add points, at most
+    budget: float | None = None  # core-hours a study may spend (adaptive), None: no limit
+
+    def text(self) -> str:
+        if self.kind == "full":
+            return "full"
+        out = f"{self.kind} (lines + {self.extra} extra"
+        if self.kind == "adaptive":
+            out += f", +{self.per_round} per round, <= {self.rounds} rounds"
+            out += f", budget {self.budget:g} core-h" if self.budget is not None else ""
+        return out + ")"
+
+
+def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]) -> Design:
+    """A Design from the config's ``design:`` (a kind, or a mapping with ``kind:``); ConfigError if wrong."""
+    from perfsweep.config import ConfigError, format_value
+
+    named = isinstance(value, str)
+    value = {"kind": value} if named else value
+    kind = value.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(source, where if named else f"{where}.kind", f"{kind!r} is not a design (one of: "
+                          f"{', '.join(KINDS)})" if kind is not None else f"no kind: give one of {', '.join(KINDS)}")
+    for key in ("per_round", "rounds", "budget"):
+        if key in value and kind != "adaptive":
+            raise ConfigError(source, f"{where}.{key}", f"only for design kind adaptive, not {kind}")
+    if kind == "full" and ("base" in value or "extra" in value):
+        raise ConfigError(source, f"{where}.{'base' if 'base' in value else 'extra'}", "only for sparse or adaptive designs")
+    base = dict(value.get("base") or {})
+    for name, v in base.items():
+        if name not in vary:
+            raise ConfigError(source, f"{where}.base.{name}", f"{name!r} is not varied in this study "
+                                                              f"(varied: {', '.join(vary)})")
+        if v not in vary[name]:
+            raise ConfigError(source, f"{where}.base.{name}", f"{format_value(v)} is not one of its values "
+                                                              f"({', '.join(map(format_value, vary[name]))})")
+    grid = math.prod(len(v) for v in vary.values())
+    if grid > MAX_CANDIDATES and (kind == "adaptive" or (kind == "sparse" and value.get("extra", 2) > 0)):
+        raise ConfigError(source, where, f"a grid of {grid:,} configurations is too large to choose points from "
+                                         f"(at most {MAX_CANDIDATES:,}); use kind: sparse with extra: 0, or fewer values")
+    budget = value.get("budget")
+    if budget is not None and not math.isfinite(budget):
+        raise ConfigError(source, f"{where}.budget", f"{budget!r} is not a finite number of core-hours")
+    return Design(kind=kind, base=base, extra=int(value.get("extra", 2)), per_round=int(value.get("per_round", 2)),
+                  rounds=int(value.get("rounds", 3)), budget=None if budget is None else float(budget))
+
+
+def design_size(design: Design, vary: dict[str, list[Any]]) -> int:
+    """Configurations the design starts with (without the points adaptive rounds add)."""
+    full = math.prod(len(v) for v in vary.values())
+    if design.kind == "full":
+        return full
+    return min(full, 1 + sum(len(v) - 1 for v in vary.values()) + design.extra)
+
+
+def max_size(design: Design, vary: dict[str, list[Any]]) -> int:
+    """Configurations the design may reach (adaptive: after all its rounds)."""
+    full = math.prod(len(v) for v in vary.values())
+    grow = design.rounds * design.per_round if design.kind == "adaptive" else 0
+    return min(full, design_size(design, vary) + grow)
+
+
+# --- the points of a design, as index tuples into the varied values (grid order = lexicographic)
+
+def _base_index(design: Design, vary: dict[str, list[Any]]) -> tuple[int, ...]:
+    """Indices of the base point: the configured base, else the smallest value of every parameter."""
+    out = []
+    for name, values in vary.items():
+        target = design.base.get(name, min(values))
+        out.append(values.index(target))
+    return tuple(out)
+
+
+def line_points(design: Design, vary: dict[str, list[Any]]) -> list[tuple[int, ...]]:
+    base = _base_index(design, vary)
+    points = {base}
+    for i, values in enumerate(vary.values()):
+        for j in range(len(values)):
+            points.add(base[:i] + (j,) + base[i + 1:])
+    return sorted(points)
+
+
+def _position(vary: dict[str, list[Any]], base: tuple[int, ...], index: np.ndarray) -> np.ndarray:
+    """Signed distance from the base per parameter, in [-1, 1]: by rank among the sorted values."""
+    cols = []
+    for i, values in enumerate(vary.values()):
+        rank = np.argsort(np.argsort(values))  # rank of each value among the sorted values
+        span = max(1, len(values) - 1)
+        cols.append((rank[index[:, i]] - rank[base[i]]) / span)
+    return np.array(cols).T
+
+
+def interaction_features(vary: dict[str, list[Any]], base: tuple[int, ...], index: np.ndarray) -> np.ndarray:
+    """Per point, the products of the distances from the base over every subset of >= 2 parameters
+    (what separates sums from products of the parameters' terms; zero on the lines)."""
+    u = _position(vary, base, index)
+    q = u.shape[1]
+    subsets = [s for r in range(2, q + 1) for s in itertools.combinations(range(q), r)]
+    if len(subsets) > 64:  # many parameters: the pairs and the product of all
+        subsets = [s for s in subsets if len(s) == 2] + [tuple(range(q))]
+    return np.array([np.prod(u[:, list(s)], axis=1) for s in subsets]).T if subsets else np.zeros((len(u), 0))
+
+
+def _grid_index(vary: dict[str, list[Any]]) -> np.ndarray:
+    sizes = [len(v) for v in vary.values()]  # at most MAX_CANDIDATES (parse_design)
+    return np.array(list(itertools.product(*(range(n) for n in sizes))), dtype=int).reshape(-1, len(sizes))
+
+
+def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """``design.extra`` points off the lines, greedily the one whose interaction features have the
+    largest part orthogonal to those of the points chosen before (ties: the cheaper, nearer the base)."""
+    if design.extra <= 0 or len(vary) < 2:
+        return []
+    base = _base_index(design, vary)
+    cand = _grid_index(vary)
+    used = set(taken)
+    cand = cand[[tuple(c) not in used for c in cand]]
+    feats = interaction_features(vary, base, cand)
+    nearness = np.abs(_position(vary, base, cand)).sum(axis=1)
+    chosen: list[tuple[int, ...]] = []
+    basis: list[np.ndarray] = []
+    for _ in range(min(design.extra, len(cand))):
+        resid = feats.copy()
+        for b in basis:
+            resid -= np.outer(resid @ b, b)
+        norm = np.linalg.norm(resid, axis=1)
+        order = np.lexsort((nearness, -np.round(norm, 9)))  # largest residual, then nearest the base
+        pick = int(order[0])
+        if norm[pick] > 1e-9:
+            basis.append(resid[pick] / norm[pick])
+        chosen.append(tuple(int(v) for v in cand[pick]))
+        keep = np.ones(len(cand), bool)
+        keep[pick] = False
+        cand, feats, nearness = cand[keep], feats[keep], nearness[keep]
+    return chosen
+
+
+# the configurations of a study are asked for many times while Snakemake plans: computed once per study
+_CACHE: dict[str, list] = {}
+
+
+def design_configurations(study) -> list:
+    """The configurations of ``study`` (a perfsweep.config.Study) under its design, in grid order,
+    with the points adaptive rounds added (``study.added``: config ids)."""
+    from perfsweep.config import Configuration
+
+    key = repr((study.name, study.vary, sorted(study.fixed.items()), study.design, study.added))
+    if key in _CACHE:
+        return _CACHE[key]
+    names = list(study.vary)
+    index = line_points(study.design, study.vary)
+    index += extra_points(study.design, study.vary, index)
+    if study.added:  # ids of points no longer in the grid (its values changed) are left out
+        grid = grid_ids(study.vary)
+        index += [grid[cid] for cid in study.added if cid in grid]
+    index = sorted(set(index))
+    out = []
+    for idx in index:
+        params = dict(study.fixed)
+        params.update((n, study.vary[n][j]) for n, j in zip(names, idx))
+        out.append(Configuration(study.name, config_id(study.vary, idx), params))
+    _CACHE[key] = out
+    return out
+
+
+def config_id(vary: dict[str, list[Any]], index: tuple[int, ...]) -> str:
+    from perfsweep.config import format_value
+
+    return "_".join(f"{n}={format_value(vals[j])}" for (n, vals), j in zip(vary.items(), index))
+
+
+def grid_ids(vary: dict[str, list[Any]]) -> dict[str, tuple[int, ...]]:
+    """config id -> grid index of every point of the grid."""
+    return {config_id(vary, tuple(i)): tuple(int(j) for j in i) for i in _grid_index(vary)}
+
+
+# --- state of adaptive rounds: <results>/plan/<study>/points.json
+
+def points_path(results: str | Path, study: str) -> Path:
+    return Path(results) / "plan" / study / "points.json"
+
+
+def read_plan(results: str | Path, study: str) -> dict[str, Any]:
+    path = points_path(results, study)
+    try:
+        state = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {"schema": PLAN_SCHEMA, "study": study, "points": [], "rounds": []}
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: not a readable plan file ({exc}); move it away to start the design anew") from None
+    if not isinstance(state, dict) or not isinstance(state.get("points"), list):
+        raise UserError(f"{path}: not a perfsweep plan file (no list 'points'); move it away to start the design anew")
+    state.setdefault("rounds", [])
+    return state
+
+
+def add_planned_points(sweep) -> None:
+    """Give every adaptive study the points its earlier rounds added (the workflow calls this while
+    it plans, so that those points are measured and modelled like the others)."""
+    for study in sweep.studies:
+        if study.design.kind == "adaptive":
+            study.added = tuple(read_plan(sweep.results, study.name)["points"])
+
+
+# --- run records: what was measured, at what cost
+
+def study_records(results: str | Path, study) -> dict[str, list[dict[str, Any]]]:
+    """config id -> the run records of that configuration found under <results>/runs/<study>/."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    root = Path(results) / "runs" / study.name
+    for path in sorted(root.glob("*/rep*.json")):
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict):
+            out.setdefault(path.parent.name, []).append(rec)
+    return out
+
+
+def core_seconds(record: dict[str, Any], processes: str) -> float:
+    """The cores a run held times its launch's wall time."""
+    wall = record.get("wall_time")
+    p = (record.get("parameters") or {}).get(processes, 1)
+    ok = isinstance(wall, (int, float)) and math.isfinite(wall) and isinstance(p, (int, float))
+    return float(wall) * float(p) if ok else 0.0
+
+
+# --- adaptive rounds
+
+def next_round(sweep, results_dir) -> bool:
+    """A round step (perfsweep.rounds): for every adaptive study whose configurations are all
+    measured, model its run time and add the points where the models disagree most, or record why
+    it stops. True if points were added (another round of runs is needed)."""
+    added = False
+    for study in sweep.studies:
+        if study.design.kind == "adaptive":
+            added |= adaptive_round(study, results_dir, sweep.processes)
+    return added
+
+
+def adaptive_round(study, results_dir, processes: str = "p") -> bool:
+    """One decision of an adaptive study, written to its points.json: fit the run time on every
+    configuration measured so far; stop (lead terms as in the previous round, budget, rounds, grid
+    exhausted) or add the ``per_round`` grid points of largest disagreement. True if points were added."""
+    state = read_plan(results_dir, study.name)
+    study = replace(study, added=tuple(state["points"]))
+    configs = study.configurations()
+    records = study_records(results_dir, study)
+    names = list(study.vary)
+    x, y = [], []
+    for cfg in configs:
+        recs = records.get(cfg.config_id, [])
+        if len(recs) < study.repetitions:
+            return False  # not all measured yet (a failed round): nothing to decide on
+        times = [r["time"] for r in recs if r.get("status") == "ok" and isinstance(r.get("time"), (int, float))]
+        if times:
+            x.append([float(cfg.params[n]) for n in names])
+            y.append(times)
+    fitted = sorted(c.config_id for c in configs)
+    rounds = state["rounds"]
+    if rounds and rounds[-1]["fitted"] == fitted:
+        entry = rounds[-1]  # decided on these points before: decide again (the limits may have changed)
+        if entry.get("stopped") == "lead terms stable" or entry.get("added"):
+            return False
+        previous = rounds[-2]["lead"] if len(rounds) >= 2 else None
+        model = None
+    else:
+        model = _fit(x, y, names, processes)
+        if model is None:
+            return False
+        entry = {"round": len(rounds), "fitted": fitted, "lead": model.lead(), "model": str(model), "added": []}
+        previous = rounds[-1]["lead"] if rounds else None
+        rounds.append(entry)
+    spent = sum(core_seconds(r, processes) for c in configs for r in records.get(c.config_id, [])) / 3600
+    entry["core_hours"] = spent
+    done = sum(1 for r in rounds if r.get("added"))
+    candidates = [c for c in study.grid() if c.config_id not in set(fitted)]
+    stop = ("lead terms stable" if previous is not None and previous == entry["lead"]
+            else "budget spent" if study.design.budget is not None and spent >= study.design.budget
+            else "all rounds done" if done >= study.design.rounds
+            else "grid exhausted" if not candidates else None)
+    entry["stopped"] = stop
+    if stop is None:
+        model = model or _fit(x, y, names, processes)
+        spread = disagreement(model, np.array([[float(c.params[n]) for n in names] for c in candidates]))
+        order = np.argsort(-spread, kind="stable")[:study.design.per_round]
+        entry["added"] = [candidates[i].config_id for i in order]
+        state["points"] = [*state["points"], *entry["added"]]
+    state["stopped"] = stop
+    write_json_atomic(points_path(results_dir, study.name), state)
+    return bool(entry["added"])
+
+
+def _fit(x, y, names, processes):
+    import warnings
+
+    from perfsweep.modeling import FitOptions, ModelingError, fit_model
+
+    if len(x) < 2:
+        return None
+    width = max(map(len, y))
+    ys = np.array([v + [np.nan] * (width - len(v)) for v in y], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fit_model(np.array(x), ys, names, options=FitOptions(negative_params=(processes,), bootstrap=BOOTSTRAP))
+        except ModelingError:
+            return None
+
+
+def disagreement(model, x: np.ndarray) -> np.ndarray:
+    """How much the candidate models (the model and its resampled ones) disagree at each point: the
+    spread of their log predictions (of the predictions relative to their mean where one is <= 0)."""
+    preds = np.array([model.predict(x), *(b.predict(x) for b in model.bootstrap)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if np.all(preds > 0):
+            return np.std(np.log(preds), axis=0)
+        return np.nan_to_num(np.std(preds, axis=0) / np.abs(np.mean(preds, axis=0)), nan=0.0)
+
+
+# --- perfsweep plan: what a sweep's designs will cost, before anything runs
+
+ASSUMED_SECONDS = 1.0  # wall seconds per run and process where no record of the study exists
+
+
+@dataclass
+class StudyPlan:
+    study: str
+    design: str
+    configurations: int
+    grid: int
+    runs: int
+    measured: int
+    core_hours: float
+    to_run_core_hours: float
+    source: str
+    max_configurations: int
+
+
+def plan_study(study, results: str | Path, processes: str, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
+    """Configurations, runs and estimated core-hours of a study's design: per configuration from its
+    earlier run records (wall time x processes), else the median of the study's measured ones, else
+    ``seconds`` per run and process."""
+    configs = study.configurations()
+    k = study.repetitions
+    records = study_records(results, study)
+    per_run = {c.config_id: float(np.mean([core_seconds(r, processes) for r in records[c.config_id]]))
+               for c in configs if records.get(c.config_id)}
+    fallback = float(np.median(list(per_run.values()))) if per_run else None
+    total = to_run = 0.0
+    measured = 0
+    for c in configs:
+        have = min(k, len(records.get(c.config_id, [])))
+        est = per_run.get(c.config_id)
+        if est is None:
+            est = fallback if fallback is not None else seconds * float(c.params.get(processes, 1))
+        measured += have
+        total += k * est
+        to_run += (k - have) * est
+    if not per_run:
+        source = f"assumed {seconds:g} s per run and process (no records yet)"
+    elif len(per_run) == len(configs):
+        source = "records of every configuration"
+    else:
+        source = f"records of {len(per_run)} configurations, their median for the other {len(configs) - len(per_run)}"
+    grid = math.prod(len(v) for v in study.vary.values())
+    top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
+    return StudyPlan(study.name, study.design.text(), len(configs), grid, len(configs) * k, measured,
+                     total / 3600, to_run / 3600, source, top)
+
+
+def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
+    """The text ``perfsweep plan`` prints."""
+    add_planned_points(sweep)
+    plans = [plan_study(s, sweep.results, sweep.processes, seconds) for s in sweep.studies]
+    out = [f"{sweep.source}: {len(plans)} studies; estimated core-hours from the run records in {sweep.results}/ "
+           f"(wall time x processes)"]
+    for p in plans:
+        share = f"{p.configurations} of {p.grid} configurations ({100 * p.configurations / p.grid:.0f} % of the grid)"
+        grow = f", up to {p.max_configurations} after its rounds" if p.max_configurations > p.configurations else ""
+        out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured); "
+                   f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}")
+    runs, measured = sum(p.runs for p in plans), sum(p.measured for p in plans)
+    out.append(f"total: {sum(p.configurations for p in plans)} configurations, {runs} runs ({measured} measured), "
+               f"{sum(p.core_hours for p in plans):.4g} core-hours ({sum(p.to_run_core_hours for p in plans):.4g} "
+               f"still to run)")
+    return out
+
+
+def _plan_command(args) -> int:
+    from perfsweep.config import load_config_file
+
+    sweep = load_config_file(args.config)
+    print("\n".join(plan_lines(sweep, args.seconds_per_run)))
+    return 0
+
+
+def register_cli(sub) -> None:
+    """``perfsweep plan CONFIG``: configurations, runs and estimated core-hours per study."""
+    import argparse
+
+    def positive(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
+        return value
+
+    p = sub.add_parser("plan", help="configurations, runs and estimated core-hours of each study's design")
+    p.add_argument("config", nargs="?", default="config/config.yaml")
+    p.add_argument("--seconds-per-run", type=positive, default=ASSUMED_SECONDS,
+                   help=f"wall seconds per run and process assumed where a study has no records (default {ASSUMED_SECONDS:g})")
+    p.set_defaults(func=_plan_command)

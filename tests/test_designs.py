@@ -1,0 +1,196 @@
+"""Experiment designs (perfsweep.designs): which configurations a study measures, adaptive rounds,
+and ``perfsweep plan``. The incremental behaviour with the real Snakemake is in
+tests/test_designs_incremental.py."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from perfsweep import designs
+from perfsweep.config import ConfigError, load_config
+from perfsweep.records import write_json_atomic
+
+PERFSWEEP = [str(__import__("pathlib").Path(sys.executable).with_name("perfsweep"))]
+
+
+def sweep_config(vary, design=None, top=None, results="results", k=2):
+    study = {"vary": vary}
+    if design is not None:
+        study["design"] = design
+    cfg = {"app": {"command": "{launcher} app " + " ".join(f"{{{n}}}" for n in vary)},
+           "parameters": {n: v[0] for n, v in vary.items()}, "studies": {"s": study}, "repetitions": k,
+           "results": str(results)}
+    if top is not None:
+        cfg["design"] = top
+    return cfg
+
+
+GRID3 = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
+
+
+def test_full_is_the_default_and_the_whole_grid():
+    study = load_config(sweep_config(GRID3)).study("s")
+    assert study.design.kind == "full"
+    assert [c.config_id for c in study.configurations()] == [c.config_id for c in study.grid()]
+    assert len(study.configurations()) == 125
+
+
+def test_sparse_is_lines_through_the_smallest_values_plus_extra_points():
+    study = load_config(sweep_config(GRID3, "sparse")).study("s")
+    configs = study.configurations()
+    grid_ids = [c.config_id for c in study.grid()]
+    assert len(configs) == 1 + 3 * 4 + 2
+    # the same ids as in the full grid, in grid order
+    assert [c.config_id for c in configs] == [i for i in grid_ids if i in {c.config_id for c in configs}]
+    base = {"n": 200, "m": 1, "c": 1.5}
+    off = [c for c in configs if sum(c.params[k] != base[k] for k in base) >= 2]
+    on = [c for c in configs if sum(c.params[k] != base[k] for k in base) <= 1]
+    assert len(on) == 13 and len(off) == 2  # every value of every parameter on its line, 2 points off them
+    for name, values in GRID3.items():
+        assert sorted({c.params[name] for c in on}) == values
+    # the first extra point separates sums from products best: the corner opposite the base
+    assert {"n": 1000, "m": 5, "c": 2.5}.items() <= off[-1].params.items() or \
+        {"n": 1000, "m": 5, "c": 2.5}.items() <= off[0].params.items()
+
+
+def test_sparse_extra_points_cover_the_interactions_and_grow_linearly():
+    study = load_config(sweep_config(GRID3, {"kind": "sparse", "extra": 4})).study("s")
+    off = [c.params for c in study.configurations() if sum(c.params[k] != GRID3[k][0] for k in GRID3) >= 2]
+    # the corner, then one point per pair of parameters at their largest values (the third at its base)
+    assert sorted((p["n"], p["m"], p["c"]) for p in off) == [(200, 5, 2.5), (1000, 1, 2.5), (1000, 5, 1.5),
+                                                             (1000, 5, 2.5)]
+    five = {f"x{i}": [1, 2, 3, 4, 5] for i in range(5)}
+    sparse = load_config(sweep_config(five, "sparse")).study("s")
+    assert len(sparse.configurations()) == 1 + 5 * 4 + 2  # the grid has 3,125
+
+
+def test_base_point_and_top_level_default():
+    cfg = sweep_config(GRID3, {"kind": "sparse", "base": {"m": 3}, "extra": 0}, top="adaptive")
+    cfg["studies"]["t"] = {"vary": {"n": [200, 400, 600], "m": [1, 2, 3]}}
+    sweep = load_config(cfg)
+    s, t = sweep.study("s"), sweep.study("t")
+    assert s.design.kind == "sparse" and t.design.kind == "adaptive"  # the top level is the default
+    assert all(sum(c.params[k] != {"n": 200, "m": 3, "c": 1.5}[k] for k in GRID3) <= 1 for c in s.configurations())
+    assert len(s.configurations()) == 13
+
+
+@pytest.mark.parametrize("design, where, message", [
+    ("sprase", "studies.s.design", "'sprase' is not a design"),
+    ({"kind": "sparse", "base": {"n": 300}}, "studies.s.design.base.n", "300 is not one of its values"),
+    ({"kind": "sparse", "base": {"d": 1}}, "studies.s.design.base.d", "'d' is not varied"),
+    ({"kind": "full", "extra": 2}, "studies.s.design.extra", "only for sparse or adaptive"),
+    ({"kind": "sparse", "per_round": 2}, "studies.s.design.per_round", "only for design kind adaptive"),
+    ({"extra": 2}, "studies.s.design.kind", "no kind"),
+    ({"kind": "adaptive", "budget": 0}, "studies.s.design.budget", "less than or equal to the minimum of 0"),
+    ({"kind": "sparse", "lines": 2}, "studies.s.design", "unknown key"),
+])
+def test_bad_designs_are_one_line_errors(design, where, message):
+    with pytest.raises(ConfigError) as exc:
+        load_config(sweep_config(GRID3, design), source="c.yaml")
+    assert str(exc.value).startswith(f"c.yaml: {where}: ") and message in str(exc.value)
+
+
+def test_a_sparse_design_of_a_grid_too_large_to_plan_in_full_is_accepted():
+    huge = {f"x{i}": list(range(1, 11)) for i in range(6)}  # 10^6 configurations
+    with pytest.raises(ConfigError, match="more than the 100,000"):
+        load_config(sweep_config(huge))
+    study = load_config(sweep_config(huge, {"kind": "sparse", "extra": 0})).study("s")
+    assert len(study.configurations()) == 1 + 6 * 9
+    with pytest.raises(ConfigError, match=r"c.yaml: studies.s.design: a grid of 1,000,000 configurations is too large"):
+        load_config(sweep_config(huge, "adaptive"), source="c.yaml")
+
+
+# --- adaptive rounds, on records of a known function (the records the runner writes: time, wall_time)
+
+def write_records(results, study, configs, func, k=3, rng=None, wall=0.5):
+    rng = rng or np.random.default_rng(1)
+    for c in configs:
+        for rep in range(k):
+            t = func(c.params) * (1 + rng.uniform(-0.02, 0.02))
+            write_json_atomic(results / "runs" / study.name / c.config_id / f"rep{rep}.json",
+                              {"status": "ok", "time": t, "wall_time": wall, "parameters": c.params})
+
+
+def product(p):
+    return 0.5 + 0.01 * p["n"] * p["m"] ** 2
+
+
+def test_adaptive_round_adds_the_points_where_the_models_disagree_and_stops(tmp_path):
+    vary = {"n": [4, 8, 16, 32, 64], "m": [1, 2, 3, 4, 5]}
+    sweep = load_config(sweep_config(vary, {"kind": "adaptive", "extra": 0, "per_round": 2, "rounds": 3},
+                                     results=tmp_path, k=3))
+    study = sweep.study("s")
+    start = study.configurations()
+    assert len(start) == 9
+    assert designs.next_round(sweep, tmp_path) is False  # nothing measured yet: nothing to decide on
+    write_records(tmp_path, study, start, product)
+    assert designs.next_round(sweep, tmp_path) is True
+    state = json.loads(designs.points_path(tmp_path, "s").read_text())
+    added = state["points"]
+    assert len(added) == 2 and not set(added) & {c.config_id for c in start}
+    assert state["rounds"][0]["added"] == added and state["rounds"][0]["lead"]
+    assert designs.next_round(sweep, tmp_path) is False  # the added points are not measured yet
+    designs.add_planned_points(sweep)  # what the workflow does while it plans
+    now = study.configurations()
+    assert {c.config_id for c in now} == {c.config_id for c in start} | set(added)
+    grid = {c.config_id: c.params for c in study.grid()}
+    assert all(c.params == grid[c.config_id] for c in now)  # ids and parameters as in the full grid
+    for _ in range(5):  # measure what each round adds until the design stops
+        write_records(tmp_path, study, [c for c in study.configurations() if c.config_id not in
+                                        {p.name for p in (tmp_path / "runs" / "s").iterdir()}], product)
+        if not designs.next_round(sweep, tmp_path):
+            break
+        designs.add_planned_points(sweep)
+    state = json.loads(designs.points_path(tmp_path, "s").read_text())
+    assert state["stopped"] in ("lead terms stable", "all rounds done")
+    assert sum(1 for r in state["rounds"] if r["added"]) <= 3
+    assert state["rounds"][-1]["lead"] == "n * m^2"  # the product was found from lines and added points
+    assert designs.next_round(sweep, tmp_path) is False  # stopped: again, nothing to add
+
+
+def test_adaptive_stops_when_its_budget_is_spent(tmp_path):
+    vary = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5]}
+    sweep = load_config(sweep_config(vary, {"kind": "adaptive", "extra": 0, "budget": 0.001},
+                                     results=tmp_path, k=3))
+    study = sweep.study("s")
+    write_records(tmp_path, study, study.configurations(), product, wall=1.0)  # 27 s > 3.6 s
+    assert designs.next_round(sweep, tmp_path) is False
+    state = json.loads(designs.points_path(tmp_path, "s").read_text())
+    assert state["stopped"] == "budget spent" and state["points"] == []
+    assert state["rounds"][0]["core_hours"] == pytest.approx(27 / 3600)
+
+
+def test_disagreement_is_the_spread_of_the_resampled_models():
+    from perfsweep.modeling import FitOptions, fit_model
+
+    rng = np.random.default_rng(0)
+    x = np.array([[v] for v in (1, 2, 3, 4, 5.0)])
+    y = (2 + x[:, 0]) [:, None] * (1 + rng.uniform(-0.05, 0.05, (5, 5)))
+    model = fit_model(x, y, ["n"], options=FitOptions(bootstrap=20))
+    spread = designs.disagreement(model, np.array([[3.0], [50.0]]))
+    assert 0 <= spread[0] < spread[1]  # inside the measured range they agree more than far beyond it
+
+
+# --- perfsweep plan
+
+def test_plan_prints_design_configurations_runs_and_core_hours(tmp_path):
+    cfg = sweep_config(GRID3, "sparse", results=tmp_path / "results", k=2)
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(cfg))
+    out = subprocess.run([*PERFSWEEP, "plan", str(path), "--seconds-per-run", "2"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "s: design sparse (lines + 2 extra): 15 of 125 configurations (12 % of the grid); 30 runs (0 measured)" \
+        in out.stdout
+    assert f"{30 * 2 / 3600:.4g} core-hours" in out.stdout and "assumed 2 s per run and process" in out.stdout
+    # with records: their wall time x processes, the median of the measured ones for the others
+    sweep = load_config(cfg)
+    study = sweep.study("s")
+    write_records(tmp_path / "results", study, study.configurations()[:5], product, k=2, wall=9.0)
+    out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
+    assert "30 runs (10 measured)" in out.stdout
+    assert f"{30 * 9 / 3600:.4g} core-hours ({20 * 9 / 3600:.4g} still to run)" in out.stdout
+    assert "records of 5 configurations, their median for the other 10" in out.stdout
+    assert out.stdout.splitlines()[-1].startswith("total: 15 configurations, 30 runs (10 measured)")

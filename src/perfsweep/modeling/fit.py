@@ -176,7 +176,8 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
 def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[Model]:
     """The models of the resamples (rows of ``ybar``; ``owner``: the set each was drawn from). One
     parameter: the whole search, which is cheap. Several: the search is seeded with the candidates
-    the search of the owner's original data reached (_Fit.reselect), ~10x cheaper per resample."""
+    the search of the owner's original data reached (_Fit.reselect): the default config's models
+    stage took 8.3 s CPU with the whole search per resample, 3.0 s so."""
     models: list[Model] = []
     for start in range(0, len(ybar), _CHUNK):
         fit = _Fit(x, ybar[start:start + _CHUNK], noise[start:start + _CHUNK], names, pairs, opts)

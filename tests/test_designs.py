@@ -194,3 +194,16 @@ def test_plan_prints_design_configurations_runs_and_core_hours(tmp_path):
     assert f"{30 * 9 / 3600:.4g} core-hours ({20 * 9 / 3600:.4g} still to run)" in out.stdout
     assert "records of 5 configurations, their median for the other 10" in out.stdout
     assert out.stdout.splitlines()[-1].startswith("total: 15 configurations, 30 runs (10 measured)")
+
+
+def test_plan_counts_the_repetitions_adaptive_rounds_planned(tmp_path):
+    cfg = sweep_config(GRID3, "sparse", results=tmp_path / "results", k={"min": 2, "max": 4})
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(cfg))
+    study = load_config(cfg).study("s")
+    first = study.configurations()[0].config_id
+    # a round asked for 3 repetitions of one configuration (perfsweep.rounds' state file)
+    write_json_atomic(tmp_path / "results" / "plan" / "s" / "repetitions.json", {first: 3})
+    out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "; 31 runs (0 measured, up to 60 with adaptive repetitions);" in out.stdout, out.stdout

@@ -395,14 +395,17 @@ class StudyPlan:
     to_run_core_hours: float
     source: str
     max_configurations: int
+    max_runs: int  # with adaptive repetitions: every configuration at its max
 
 
 def plan_study(study, results: str | Path, processes: str, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     """Configurations, runs and estimated core-hours of a study's design: per configuration from its
     earlier run records (wall time x processes), else the median of the study's measured ones, else
     ``seconds`` per run and process."""
+    from perfsweep.rounds import planned_repetitions
+
     configs = study.configurations()
-    k = study.repetitions
+    planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
     records = study_records(results, study)
     per_run = {c.config_id: float(np.mean([core_seconds(r, processes) for r in records[c.config_id]]))
                for c in configs if records.get(c.config_id)}
@@ -410,6 +413,7 @@ def plan_study(study, results: str | Path, processes: str, seconds: float = ASSU
     total = to_run = 0.0
     measured = 0
     for c in configs:
+        k = planned[c.config_id]
         have = min(k, len(records.get(c.config_id, [])))
         est = per_run.get(c.config_id)
         if est is None:
@@ -425,8 +429,8 @@ def plan_study(study, results: str | Path, processes: str, seconds: float = ASSU
         source = f"records of {len(per_run)} configurations, their median for the other {len(configs) - len(per_run)}"
     grid = math.prod(len(v) for v in study.vary.values())
     top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
-    return StudyPlan(study.name, study.design.text(), len(configs), grid, len(configs) * k, measured,
-                     total / 3600, to_run / 3600, source, top)
+    return StudyPlan(study.name, study.design.text(), len(configs), grid, sum(planned.values()), measured,
+                     total / 3600, to_run / 3600, source, top, len(configs) * study.max_repetitions)
 
 
 def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
@@ -438,7 +442,8 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
     for p in plans:
         share = f"{p.configurations} of {p.grid} configurations ({100 * p.configurations / p.grid:.0f} % of the grid)"
         grow = f", up to {p.max_configurations} after its rounds" if p.max_configurations > p.configurations else ""
-        out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured); "
+        upto = f", up to {p.max_runs} with adaptive repetitions" if p.max_runs > p.runs else ""
+        out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured{upto}); "
                    f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}")
     runs, measured = sum(p.runs for p in plans), sum(p.measured for p in plans)
     out.append(f"total: {sum(p.configurations for p in plans)} configurations, {runs} runs ({measured} measured), "

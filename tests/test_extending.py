@@ -38,7 +38,7 @@ def main(argv=None):
     with timer.phase("compute"):
         total = sum(i * i for i in range(args.size * 1000 // comm.Get_size()))
     with timer.phase("sync"):  # e.g. the time a rank spends synchronizing with the others
-        total += sum(i for i in range(args.size * 500))
+        total += sum(i for i in range(args.size * 20000))  # ms of work that grow with size, above the noise of Barrier
         comm.Barrier()
     write_app_report(comm, timer, args.report, app="toy", parameters={"size": args.size, "p": comm.Get_size()},
                      extra={"total": total})

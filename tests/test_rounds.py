@@ -169,7 +169,7 @@ def test_study_records_by_configuration_and_repetition(tmp_path):
 
 def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
     calls, plans = [], iter([True, True, False])
-    monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: next(plans)])
+    monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: rounds.Planned(next(plans))])
     assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep=None, results_dir="r") == 0
     assert calls == [["runs"]] * 3 + [[]] and "round 3 of at most" in capsys.readouterr().out
     plans, calls[:] = iter([True] * 10), []
@@ -180,12 +180,7 @@ def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
     assert calls == [["runs"], []]  # a failed round ends the rounds; the rest is still built (keep-going)
     # a step that can plan nothing after what it planned (settled): that work comes with the whole workflow
     calls[:] = []
-
-    def step(sweep, results):
-        return True
-
-    step.settled = lambda sweep, results: True
-    monkeypatch.setattr(rounds, "ROUND_STEPS", [step])
+    monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: rounds.Planned(True, settled=True)])
     assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, None, "r") == 0
     assert calls == [["runs"], []] and "round 2, the last" in capsys.readouterr().out
     # no step can plan anything for this sweep (a fixed k): one invocation of the whole workflow
@@ -199,22 +194,20 @@ def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
 def test_repetitions_settled_once_every_unmeasured_configuration_is_planned_to_max(tmp_path):
     sweep = load_config(config(tmp_path / "r", {"min": 2, "max": 4}))
     study = sweep.study("s")
-    assert not rounds.repetitions_settled(sweep, tmp_path / "r")  # 2 of 4 planned, none measured
+    assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, False)  # 2 of 4 planned, none measured
     for cid in ("n=1", "n=2"):
         for k in range(2):
             path = tmp_path / "r" / "runs" / "s" / cid / f"rep{k}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps({"status": "ok", "time": 1.0 if cid == "n=1" else 1.0 + 2 * k}))
-    assert rounds.repetitions_settled(sweep, tmp_path / "r")  # all measured: met their target or will plan
-    rounds.adaptive_repetitions(sweep, tmp_path / "r")  # n=2 (CV 0.71 > 0.5) misses it: planned to 4 = max
+    # n=1 meets the target; n=2 (CV 0.71 > 0.5) misses it: planned to 4 = max, so nothing can follow
+    assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (True, True)
     assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 4}
-    assert rounds.repetitions_settled(sweep, tmp_path / "r")
+    assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, True)  # nothing new measured
     sweep = load_config(config(tmp_path / "r", {"min": 2, "max": 6}))  # a batch of 2 more, still below 6
-    rounds.adaptive_repetitions(sweep, tmp_path / "r")
-    assert not rounds.repetitions_settled(sweep, tmp_path / "r")
+    assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, False)  # 4 planned, 2 measured
 
 
-@pytest.mark.slow
 def test_the_html_report_comes_with_the_last_snakemake_run(tmp_path):
     """`perfsweep run` without --no-report: the rounds, then one Snakemake for the whole workflow that also
     writes the report (--report-after-run), not a Snakemake more after it (each start costs a DAG)."""
@@ -230,3 +223,16 @@ def test_the_html_report_comes_with_the_last_snakemake_run(tmp_path):
     assert [("--report-after-run" in s.split(), str(tmp_path / "results" / "report.html") in s.split()) for s in starts] \
         == [(False, False), (True, True)]
     assert (tmp_path / "results" / "report.html").stat().st_size > 0 and "perfsweep: report written" in proc.stdout
+
+
+def test_a_users_report_is_written_by_the_last_start_only():
+    """Snakemake given --report only writes a report: a user's ``-- --report r.zip`` must not reach the rounds'
+    starts; it replaces the default report.html of the last start (with --report-after-run)."""
+    from perfsweep.cli import _own_report
+    from perfsweep.errors import UserError
+
+    assert _own_report(["-q", "--report", "r.zip", "--report-after-run", "t.csv"], "d.html") == (["-q", "t.csv"], "r.zip")
+    assert _own_report(["--report=r.zip"], "d.html") == ([], "r.zip")
+    assert _own_report(["-q"], "d.html") == (["-q"], "d.html")
+    with pytest.raises(UserError, match="--report needs a file"):
+        _own_report(["--report"], "d.html")

@@ -28,13 +28,21 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from perfsweep.errors import UserError
 from perfsweep.records import cv_of, ok_times, study_records, write_json_atomic
 
 MAX_ROUNDS = 8
 REPETITIONS_FILE = "repetitions.json"
+
+
+class Planned(NamedTuple):
+    """What a round step planned after a round: ``more`` runs, and whether it is ``settled`` (it can
+    plan nothing after those runs, so that they are measured in the invocation of the whole workflow)."""
+
+    more: bool
+    settled: bool = False
 
 
 def plan_file(results: str | Path, study: str, name: str) -> Path:
@@ -130,14 +138,15 @@ def shortfall(times: list[float], until: dict, threshold: float | None, batch: i
     return max(n + 1, *need)
 
 
-def adaptive_repetitions(sweep, results_dir: str | Path) -> bool:
+def adaptive_repetitions(sweep, results_dir: str | Path) -> Planned:
     """The round step of adaptive repetitions: plan more repetitions for every configuration whose
     repetitions miss the target (repetitions.until, and the CV threshold under policy remeasure), in
     batches of ``min`` (for the CI: as many as the interval's width suggests), up to ``max``.
-    Returns True if it planned any."""
+    Settled once every configuration still to be measured is planned up to ``max`` (the others met
+    their target): nothing it could plan after the next runs."""
     results = Path(results_dir)
     threshold = sweep.cv_threshold if sweep.cv_policy == "remeasure" else None
-    more = False
+    more, settled = False, True
     for study in sweep.studies:
         if study.max_repetitions <= study.repetitions:
             continue
@@ -160,6 +169,8 @@ def adaptive_repetitions(sweep, results_dir: str | Path) -> bool:
             new[cid] = min(study.max_repetitions, max(n + 1, target + failed))
         if new != planned or not plan_file(results, study.name, REPETITIONS_FILE).exists():
             write_json_atomic(plan_file(results, study.name, REPETITIONS_FILE), new)
+        settled &= all(n >= study.max_repetitions or all(k in measured.get(cid, {}) for k in range(n))
+                       for cid, n in new.items())
         if short:
             more = True
             added = sum(new.values()) - sum(planned.values())
@@ -170,7 +181,7 @@ def adaptive_repetitions(sweep, results_dir: str | Path) -> bool:
             print(f"perfsweep: study {study.name}: {at_max} configuration(s) miss the repetition target "
                   f"({describe_target(study.until, threshold)}) at max {study.max_repetitions} repetitions",
                   flush=True)
-    return more
+    return Planned(more, settled)
 
 
 def describe_target(until: dict, threshold: float | None) -> str:
@@ -184,38 +195,22 @@ def describe_target(until: dict, threshold: float | None) -> str:
     return ", ".join(parts)
 
 
-def repetitions_settled(sweep, results_dir: str | Path) -> bool:
-    """True if adaptive repetitions can plan nothing after the repetitions planned now: every
-    configuration still to be measured is planned up to ``max`` (the others met their target)."""
-    results = Path(results_dir)
-    for study in sweep.studies:
-        if study.max_repetitions <= study.repetitions:
-            continue
-        measured = study_records(results, study.name)
-        for cid, n in planned_repetitions(study, results).items():
-            if n < study.max_repetitions and any(k not in measured.get(cid, {}) for k in range(n)):
-                return False
-    return True
-
-
 adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetitions for s in sweep.studies)
-adaptive_repetitions.settled = repetitions_settled
 
-# Steps called after every Snakemake round: step(sweep, results_dir) -> True if it planned new work. A
-# step may say with an attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep
-# (when none can, the sweep runs in one Snakemake invocation, as without rounds), and with
-# ``settled(sweep, results_dir) -> bool`` that it can plan nothing after the work planned now (when
-# every step is settled, that work is measured in the invocation of the whole workflow).
-def adaptive_designs(sweep, results_dir: str | Path) -> bool:
+
+# Steps called after every Snakemake round: step(sweep, results_dir) -> Planned. A step may say with an
+# attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep (when none can, the sweep
+# runs in one Snakemake invocation, as without rounds).
+def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
     """The round step of adaptive designs (perfsweep.designs.next_round): more points where the models
-    of an adaptive study disagree most."""
+    of an adaptive study disagree most. Never settled while a study is adaptive: the models of the
+    next points decide whether it adds more."""
     from perfsweep import designs
 
-    return designs.next_round(sweep, results_dir)
+    return Planned(designs.next_round(sweep, results_dir), settled=not adaptive_designs.active(sweep))
 
 
 adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in sweep.studies)
-adaptive_designs.settled = lambda sweep, results_dir: not adaptive_designs.active(sweep)
 
 ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions, adaptive_designs]
 
@@ -234,14 +229,14 @@ def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: st
         rc = run_snakemake(["runs"])
         if rc != 0:
             break
-        planned = [step(sweep, results_dir) for step in ROUND_STEPS]  # every step, also after a True
-        if not any(planned):
+        planned = [step(sweep, results_dir) for step in ROUND_STEPS]  # every step, also after one planned more
+        if not any(p.more for p in planned):
             break
         if rnd == max_rounds:
             print(f"perfsweep: stopped after {max_rounds} rounds; run again to measure what was planned",
                   flush=True)
             break
-        if all(getattr(step, "settled", lambda sweep, results: False)(sweep, results_dir) for step in ROUND_STEPS):
+        if all(p.settled for p in planned):
             print(f"perfsweep: round {rnd + 1}, the last: measuring what round {rnd} planned, then the rest",
                   flush=True)
             return run_snakemake([])

@@ -90,18 +90,35 @@ def workflow_dir(given: str | None) -> Path:
     return path
 
 
+def _own_report(snakemake_args: list[str], default: str) -> tuple[list[str], str]:
+    """The user's Snakemake arguments without a ``--report FILE`` (e.g. a .zip) and ``--report-after-run``,
+    and the report to write: theirs, else ``default``. Snakemake given ``--report`` only writes a report,
+    so it must come with the last start alone, not with the rounds' starts."""
+    rest, report, it = [], default, iter(snakemake_args)
+    for arg in it:
+        if arg == "--report":
+            report = next(it, None)
+            if not report:
+                raise UserError("perfsweep run: --report needs a file (report.html or report.zip)")
+        elif arg.startswith("--report="):
+            report = arg.split("=", 1)[1]
+        elif arg != "--report-after-run":
+            rest.append(arg)
+    return rest, report
+
+
 def _run(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
     snakefile = workflow_dir(args.workflow) / "Snakefile"
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]
     keep_going = [] if args.stop_on_error else ["--keep-going"]
-    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *args.snakemake]
-    dry = "-n" in args.snakemake or "--dry-run" in args.snakemake
-    report = str(Path(sweep.results) / "report.html")
-    # the report by the run of the whole workflow (one Snakemake start less, each costs a DAG and the
-    # recovery scan, bench/postprocessing.py); with extra Snakemake arguments (targets) as before, after it
-    after_run = [] if args.no_report or args.snakemake else ["--report", report, "--report-after-run"]
+    extra, report = _own_report(args.snakemake, str(Path(sweep.results) / "report.html"))
+    cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *extra]
+    dry = "-n" in extra or "--dry-run" in extra
+    # the report by the run of the whole workflow (with the user's targets, of what they build): one
+    # Snakemake start less, each costs a DAG and the recovery scan (bench/postprocessing.py)
+    after_run = [] if args.no_report else ["--report", report, "--report-after-run"]
 
     def snakemake(targets: list[str]) -> int:
         # after "--": a user's option that takes several values (-q) must not swallow them, and they join
@@ -115,15 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     from perfsweep.rounds import run_rounds
 
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
-    if rc != 0 or args.no_report:
-        return rc
-    if after_run:
-        print(f"perfsweep: report written to {report}")
-        return rc
-    cmd = [*base, "--report", report]
-    print("+ " + " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd, stdout=subprocess.DEVNULL)
-    if rc == 0:
+    if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
     return rc
 

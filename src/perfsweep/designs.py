@@ -396,13 +396,14 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     configs = study.configurations()
     planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
     records = study_records(results, study.name)
-    per_run, other = {}, 0
+    per_run, current, other = {}, {}, 0
     for c in configs:
         recs = list(records.get(c.config_id, {}).values())
         if recs:
             spec = RunSpec.build(sweep, c, 0)
             now = [r for r in recs if spec.launched(r)]
             other += len(recs) - len(now)
+            current[c.config_id] = len(now)  # Snakemake runs the others again (the launch is a param)
             if now:
                 per_run[c.config_id] = float(np.mean([core_seconds(r, processes) for r in now]))
     fallback = float(np.median(list(per_run.values()))) if per_run else None
@@ -410,7 +411,7 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     measured = 0
     for c in configs:
         k = planned[c.config_id]
-        have = min(k, len(records.get(c.config_id, {})))
+        have = min(k, current.get(c.config_id, 0))
         est = per_run.get(c.config_id)
         if est is None:
             est = fallback if fallback is not None else seconds * float(c.params.get(processes, 1))
@@ -424,7 +425,7 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     else:
         source = f"records of {len(per_run)} configurations, their median for the other {len(configs) - len(per_run)}"
     if other:
-        source += f"; {other} records of another launch (app, args or launcher since changed) not used"
+        source += f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) not used and to run again"
     grid = math.prod(len(v) for v in study.vary.values())
     top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
     return StudyPlan(study.name, study.design.text(), len(configs), grid, sum(planned.values()), measured,

@@ -425,7 +425,8 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     else:
         source = f"records of {len(per_run)} configurations, their median for the other {len(configs) - len(per_run)}"
     if other:
-        source += f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) not used and to run again"
+        source += (f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) "
+                   "not used and to run again")
     grid = math.prod(len(v) for v in study.vary.values())
     top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
     return StudyPlan(study.name, study.design.text(), len(configs), grid, sum(planned.values()), measured,

@@ -14,7 +14,9 @@ It writes /etc/slurm/slurm.conf (the plugin's job steps clear SLURM_* variables,
 be at the default path), creates a munge key if there is none, and starts munged, slurmctld and one
 slurmd per node by hand (no systemd here). What it started is written to
 ``/var/lib/slurm-perfsweep/started.json``; ``stop`` stops exactly those processes, munged included, and
-leaves a munged it found already running alone.
+leaves a munged it found already running alone. ``stop`` also puts back the slurm.conf that ``start``
+found (or removes its own): a SLURM client configured for a controller that is gone waits about 10 s
+for it in every call, and the Snakemake SLURM plugin calls ``scontrol`` whenever Snakemake starts.
 
 Nodes: Debian's SLURM is built with multiple-slurmd support, so the K nodes ``n1..nK`` are K slurmd
 processes on this host, each on its own port and declaring its honest share of the cores
@@ -44,6 +46,7 @@ from pathlib import Path
 CONF = Path("/etc/slurm/slurm.conf")
 STATE = Path("/var/lib/slurm-perfsweep")
 STARTED = STATE / "started.json"
+CONF_BEFORE = STATE / "slurm.conf.before.json"  # {"text": the slurm.conf start replaced, or null: none}
 PACKAGES = ["slurmctld", "slurmd", "slurm-client", "munge"]
 CTLD_PID = STATE / "slurmctld.pid"
 MUNGED_PID = Path("/run/munge/munged.pid")
@@ -193,6 +196,9 @@ def start(nodes: int | None = None, timeout: float = 60.0) -> dict[str, int]:
     conf = slurm_conf(host, nodes, cpus, memory)
     if not CONF.exists() or CONF.read_text() != conf:
         stop(quiet=True, keep_munge=True)  # after a config change every daemon must restart
+        if not CONF_BEFORE.exists():  # the machine's own, put back by stop
+            STATE.mkdir(parents=True, exist_ok=True)
+            CONF_BEFORE.write_text(json.dumps({"text": CONF.read_text() if CONF.exists() else None}))
         CONF.parent.mkdir(parents=True, exist_ok=True)
         CONF.write_text(conf)
     (STATE / "ctld").mkdir(parents=True, exist_ok=True)
@@ -236,7 +242,9 @@ def _terminate(name: str, pid: int, quiet: bool) -> None:
 
 
 def stop(quiet: bool = False, keep_munge: bool = False) -> None:
-    """Stop every daemon :func:`start` started: the slurmd of each node, slurmctld, then munged."""
+    """Stop every daemon :func:`start` started: the slurmd of each node, slurmctld, then munged; and
+    put back the slurm.conf that :func:`start` replaced (none: remove its own). ``keep_munge``: a
+    restart inside :func:`start`, which keeps munged and its slurm.conf."""
     started = _started()
     order = sorted(n for n in started if n.startswith("slurmd")) + ["slurmctld"]
     if not keep_munge:
@@ -249,6 +257,15 @@ def stop(quiet: bool = False, keep_munge: bool = False) -> None:
         STARTED.write_text(json.dumps(started, indent=1, sort_keys=True))
     else:
         STARTED.unlink(missing_ok=True)
+    if not keep_munge and CONF_BEFORE.exists():
+        before = json.loads(CONF_BEFORE.read_text()).get("text")
+        if before is None:
+            CONF.unlink(missing_ok=True)
+        else:
+            CONF.write_text(before)
+        CONF_BEFORE.unlink()
+        if not quiet:
+            print(f"{CONF}: " + ("removed (there was none before start)" if before is None else "put back"))
 
 
 def running() -> dict[str, int]:

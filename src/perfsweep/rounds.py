@@ -212,7 +212,7 @@ def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
 
 adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in sweep.studies)
 
-ROUND_STEPS: list[Callable[..., bool]] = [adaptive_repetitions, adaptive_designs]
+ROUND_STEPS: list[Callable[..., Planned]] = [adaptive_repetitions, adaptive_designs]
 
 
 def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: str | Path | None = None,

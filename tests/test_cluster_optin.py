@@ -1,6 +1,7 @@
 """The test suite changes nothing on the machine unless asked: the SLURM tests start daemons only with
 PERFSWEEP_TEST_SLURM=1, and install no packages at all."""
 
+import json
 import os
 import subprocess
 import sys
@@ -49,3 +50,24 @@ def test_without_the_opt_in_the_slurm_tests_skip_and_start_nothing(tmp_path):
     assert "SKIPPED" in out and f"set {OPT_IN}=1 to run them" in out, out[-3000:]
     assert daemon_pids() <= daemons, "a daemon was started without the opt-in"
     assert package_state() == packages
+
+
+def test_stop_puts_back_the_slurm_conf_that_start_replaced(tmp_path, monkeypatch):
+    """No daemons: stop() with the record start() writes when it replaces /etc/slurm/slurm.conf."""
+    from perfsweep.cluster import local_slurm
+
+    state, conf = tmp_path / "state", tmp_path / "etc" / "slurm.conf"
+    monkeypatch.setattr(local_slurm, "STATE", state)
+    monkeypatch.setattr(local_slurm, "STARTED", state / "started.json")
+    monkeypatch.setattr(local_slurm, "CONF_BEFORE", state / "before.json")
+    monkeypatch.setattr(local_slurm, "CONF", conf)
+    state.mkdir()
+    conf.parent.mkdir()
+    for machine_had in (None, "ClusterName=theirs\n"):
+        (state / "before.json").write_text(json.dumps({"text": machine_had}))
+        conf.write_text("ClusterName=perfsweep\n")
+        local_slurm.stop(quiet=True, keep_munge=True)  # a restart inside start(): its config stays
+        assert conf.read_text() == "ClusterName=perfsweep\n"
+        local_slurm.stop(quiet=True)
+        assert (conf.read_text() if conf.exists() else None) == machine_had
+        assert not (state / "before.json").exists()

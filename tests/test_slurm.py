@@ -48,27 +48,6 @@ def cluster():
         assert (local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None) == conf
 
 
-def test_stop_puts_back_the_slurm_conf_that_start_replaced(tmp_path, monkeypatch):
-    """No daemons: stop() with the record start() writes when it replaces /etc/slurm/slurm.conf."""
-    from perfsweep.cluster import local_slurm
-
-    state, conf = tmp_path / "state", tmp_path / "etc" / "slurm.conf"
-    monkeypatch.setattr(local_slurm, "STATE", state)
-    monkeypatch.setattr(local_slurm, "STARTED", state / "started.json")
-    monkeypatch.setattr(local_slurm, "CONF_BEFORE", state / "before.json")
-    monkeypatch.setattr(local_slurm, "CONF", conf)
-    state.mkdir()
-    conf.parent.mkdir()
-    for machine_had in (None, "ClusterName=theirs\n"):
-        (state / "before.json").write_text(json.dumps({"text": machine_had}))
-        conf.write_text("ClusterName=perfsweep\n")
-        local_slurm.stop(quiet=True, keep_munge=True)  # a restart inside start(): its config stays
-        assert conf.read_text() == "ClusterName=perfsweep\n"
-        local_slurm.stop(quiet=True)
-        assert (conf.read_text() if conf.exists() else None) == machine_had
-        assert not (state / "before.json").exists()
-
-
 def snakemake_slurm(cfgfile, cwd, *extra, background=False):
     # targets first: --configfile takes every following word as another config file
     cmd = [str(BIN / "snakemake"), *extra, "--snakefile", str(REPO / "Snakefile"), "--profile", str(PROFILE),

@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
     dry = "-n" in extra or "--dry-run" in extra
     # the report by the run of the whole workflow (with the user's targets, of what they build): one
     # Snakemake start less, each costs a DAG and the recovery scan (bench/postprocessing.py)
-    after_run = [] if args.no_report else ["--report", report, "--report-after-run"]
+    after_run = [] if args.no_report or dry else ["--report", report, "--report-after-run"]
 
     def snakemake(targets: list[str]) -> int:
         # after "--": a user's option that takes several values (-q) must not swallow them, and they join

@@ -179,12 +179,13 @@ def main() -> int:
           flush=True)
     try:
         walls = {}
+        sparse = yaml.safe_load(args.sparse)
         for name in DESIGNS:
-            _, walls[name] = run(workdir, name, yaml.safe_load(args.sparse) if name == "sparse" else name, grid, args)
+            _, walls[name] = run(workdir, name, sparse if name == "sparse" else name, grid, args)
         held_dir, walls["held-out"] = run(workdir, "held-out", "full", held_grid, args)
         (workdir / "bench.json").write_text(json.dumps({
             "steps": args.steps, "repetitions": args.repetitions, "cores": args.cores, "quick": args.quick,
-            "sparse": yaml.safe_load(args.sparse),
+            "sparse": sparse,
             "load": round(loadavg, 1), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "grid": grid, "held_out": held_grid, "wall": walls}, indent=1))
         out = {name: load(workdir, name, walls[name]) for name in DESIGNS}

@@ -1,35 +1,61 @@
 """How noisy is this machine for short runs? The run-to-run variation of one ljmd configuration, launched
-as perfsweep launches it, at two run lengths, and what it means for the CV target of issue 17.
+and recorded as perfsweep launches it, at two run lengths, beside the machine's own variation, and what
+it means for the CV target of issue 17.
 
     .venv/bin/python bench/host_noise.py [--runs 8] [--steps 60] [--n 400] [--m 4]
 
 Runs the same configuration ``--runs`` times at ``--steps`` and at 4x as many steps, interleaved (so
-both lengths see the same moments of the machine), and prints per length the mean application time
-and the CV of the runs. With per-run noise sigma, two repetitions have a CV below 10 % with probability
-erf(0.1 / (sigma sqrt 2)) (|a - b| / (sqrt 2 mean) ~ sigma |Z|): that is the share of configurations of
-a sweep with k = 2 that can meet "CV < 10 %" on this machine at that run length, whatever perfsweep
-does. More repetitions estimate sigma better; they do not lower it. Run it on an otherwise idle machine.
+both lengths see the same moments of the machine), each through perfsweep's own launch and record
+(perfsweep.runner: RunSpec.build from a config, execute), and prints per length the mean application
+time and the CV of the runs. With per-run noise sigma, two repetitions have a CV below 10 % with
+probability erf(0.1 / (sigma sqrt 2)) (|a - b| / (sqrt 2 mean) ~ sigma |Z|): that is the share of
+configurations of a sweep with k = 2 that can meet "CV < 10 %" on this machine at that run length,
+whatever perfsweep does. More repetitions estimate sigma better; they do not lower it.
+
+Between the runs, the bench times a fixed pure-Python loop (no numpy, no MPI, no memory traffic: about
+30 ms of one core's integer work) in its own process: the CV of those timings is the machine's own
+speed variation, which no launcher, app or config can remove. Run it on an otherwise idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from perfsweep.config import SweepConfig, load_config
+from perfsweep.runner import RunSpec, execute
 
-def one_run(steps: int, n: int, m: int, report: Path) -> float:
-    mpiexec = Path(sys.executable).with_name("mpiexec")
-    cmd = [str(mpiexec), "-n", "1", sys.executable, "-m", "perfsweep.apps.ljmd", "--n", str(n), "--m", str(m),
-           "--d", "0.5", "--c", "2.0", "--steps", str(steps), "--report", str(report)]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return float(json.loads(report.read_text())["time"])
+PROBE_ITERATIONS = 300_000  # the pure-Python loop: about 30 ms here
+PROBES_PER_RUN = 3
+
+
+def sweep_config(steps: int, n: int, m: int, results: str) -> SweepConfig:
+    """A one-study config of the default's ljmd at this run length (its first configuration is measured)."""
+    return load_config({
+        "app": {"name": "ljmd", "args": {"steps": steps}},
+        "parameters": {"n": n, "m": m, "d": 0.5, "c": 2.0, "p": 1},
+        "results": results,
+        "studies": {"noise": {"vary": {"c": [2.0, 2.25]}}},  # a study varies >= 2 values; c = 2 is measured
+    }, "bench/host_noise.py")
+
+
+def probe() -> float:
+    """Seconds of a fixed pure-Python loop."""
+    t0 = time.perf_counter()
+    total = 0
+    for k in range(PROBE_ITERATIONS):
+        total += k
+    return time.perf_counter() - t0
+
+
+def cv(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.mean(values)
 
 
 def main() -> int:
@@ -39,20 +65,34 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--m", type=int, default=4)
     args = ap.parse_args()
+    if args.runs < 2:
+        ap.error("--runs: at least 2 (a CV needs two runs)")
     lengths = (args.steps, 4 * args.steps)
     times: dict[int, list[float]] = {s: [] for s in lengths}
+    probes: list[float] = []
     print(f"ljmd n={args.n} m={args.m} d=0.5 c=2: {args.runs} runs at {lengths[0]} and {lengths[1]} steps, "
-          f"interleaved; load {os.getloadavg()[0]:.1f}", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(args.runs):
+          f"interleaved, launched as perfsweep launches them; load {os.getloadavg()[0]:.1f}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="perfsweep-host-noise-") as tmp:
+        specs = {}
+        for steps in lengths:
+            sweep = sweep_config(steps, args.n, args.m, f"{tmp}/results-{steps}")
+            specs[steps] = (sweep, sweep.studies[0].configurations()[0])
+        for rep in range(1, args.runs + 1):
             for steps in lengths:
-                times[steps].append(one_run(steps, args.n, args.m, Path(tmp) / "report.json"))
+                probes += [probe() for _ in range(PROBES_PER_RUN)]
+                sweep, cfg = specs[steps]
+                record = execute(RunSpec.build(sweep, cfg, rep), f"{tmp}/run-{steps}-{rep}.json")
+                if record["status"] != "ok":
+                    sys.exit(f"bench/host_noise.py: run {steps} steps #{rep} {record['status']}: {record['error']}")
+                times[steps].append(float(record["time"]))
     for steps, ts in times.items():
-        mean = statistics.mean(ts)
-        sigma = statistics.stdev(ts) / mean
+        sigma = cv(ts)
         share = math.erf(0.1 / (sigma * math.sqrt(2))) if sigma > 0 else 1.0
-        print(f"{steps:>5} steps: application time {mean:.3f} s, CV of the runs {sigma:.1%}; two repetitions "
-              f"have a CV below 10 % with probability {share:.0%}")
+        print(f"{steps:>5} steps: application time {statistics.mean(ts):.3f} s, CV of the runs {sigma:.1%}; two "
+              f"repetitions have a CV below 10 % with probability {share:.0%}")
+    print(f"the machine itself: a fixed pure-Python loop timed {len(probes)} times between the runs: median "
+          f"{statistics.median(probes) * 1e3:.1f} ms, CV {cv(probes):.1%}, slowest / fastest "
+          f"{max(probes) / min(probes):.2f}")
     return 0
 
 

@@ -214,8 +214,8 @@ def fit_least_squares(n, t, t1: float | None) -> OverheadFit:
     Fitted in the linear form's parameters (f, alpha = 1/(1+c), beta; module docstring), in which the
     bounds are a box and c = infinity is alpha = 0, from the exact solutions of the triples, the
     linear least squares of all points and a coarse grid (_starts); the best few are refined with an
-    analytic Jacobian. (Searching (f, b, c) directly from a fixed set of 54 starts took 1-40 s per
-    data set, most of it where c runs off to infinity.)"""
+    analytic Jacobian. (Searching (f, b, c) directly from a fixed set of 54 starts took 0.4-20 s per
+    data set, most where c runs off to infinity; bench/overhead_fit.py.)"""
     n, t, t1 = check_points(n, t, t1)
     scale = float(np.median(t))
     m = n - 1.0
@@ -223,7 +223,7 @@ def fit_least_squares(n, t, t1: float | None) -> OverheadFit:
     base = t1 / n / scale  # t(n) / scale = base (1 + f m)(1 + alpha m)/(1 + beta m)
     target = t / scale
 
-    def resid(q):
+    def resid(q):  # q: (f, alpha, w), or 3 x K x 1 for K points at once
         f, alpha, beta = _unit_params(q, m_max)
         return base * (1.0 + f * m) * (1.0 + alpha * m) / (1.0 + beta * m) - target
 
@@ -236,10 +236,8 @@ def fit_least_squares(n, t, t1: float | None) -> OverheadFit:
                                 d_beta * (alpha + 1.0 / m_max)])
 
     starts = _starts(m, n * t / t1, base, m_max)
-    f, alpha, beta = _unit_params(starts.T[..., None], m_max)
-    cost = np.sum((base * (1.0 + f * m) * (1.0 + alpha * m) / (1.0 + beta * m) - target) ** 2, axis=1)
     best = None
-    for q0 in _spread(starts, cost):
+    for q0 in _spread(starts, np.sum(resid(starts.T[..., None]) ** 2, axis=1)):
         res = least_squares(resid, q0, jac=jac, bounds=([0.0, ALPHA_MIN, W_MIN], [1.0, 1.0, 1.0]),
                             x_scale="jac", max_nfev=500)
         if best is None or res.cost < best.cost:

@@ -12,7 +12,7 @@ probability erf(0.1 / (sigma sqrt 2)) (|a - b| / (sqrt 2 mean) ~ sigma |Z|): tha
 configurations of a sweep with k = 2 that can meet "CV < 10 %" on this machine at that run length,
 whatever perfsweep does. More repetitions estimate sigma better; they do not lower it.
 
-Between the runs, the bench times a fixed pure-Python loop (no numpy, no MPI, no memory traffic: about
+Between the runs, the bench times a fixed pure-Python loop (no numpy, no MPI, no memory traffic: 20-50
 30 ms of one core's integer work) in its own process: the CV of those timings is the machine's own
 speed variation, which no launcher, app or config can remove. Run it on an otherwise idle machine.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 from perfsweep.config import SweepConfig, load_config
 from perfsweep.runner import RunSpec, execute
 
-PROBE_ITERATIONS = 300_000  # the pure-Python loop: about 30 ms here
+PROBE_ITERATIONS = 300_000  # the pure-Python loop: 19-50 ms here, by the moment
 PROBES_PER_RUN = 3
 
 

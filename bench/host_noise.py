@@ -13,7 +13,7 @@ configurations of a sweep with k = 2 that can meet "CV < 10 %" on this machine a
 whatever perfsweep does. More repetitions estimate sigma better; they do not lower it.
 
 Between the runs, the bench times a fixed pure-Python loop (no numpy, no MPI, no memory traffic: 20-50
-30 ms of one core's integer work) in its own process: the CV of those timings is the machine's own
+ms of one core's integer work) in its own process: the CV of those timings is the machine's own
 speed variation, which no launcher, app or config can remove. Run it on an otherwise idle machine.
 """
 

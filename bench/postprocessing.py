@@ -116,9 +116,12 @@ def invoke(tree: Path, workdir: Path, cfgfile: Path, hook: Path, log: Path, extr
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed in {workdir} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    launched = [line for line in proc.stderr.splitlines() if line.strip().startswith("rule run")]
+    # Snakemake 9 prints its jobs on stdout (8 on stderr)
+    launched = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip().startswith("rule run:")]
     if launched:
-        sys.exit(f"bench: {workdir}: the workflow launched runs; give --config the sweep's own config")
+        sys.exit(f"bench: {workdir}: the workflow measures {len(launched)} runs, so the variants would compare "
+                 "different records; give --config the sweep's own config, and --results records of this "
+                 "checkout's launch (a sweep measured with an older perfsweep is measured again)")
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     procs = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return {"wall": wall, "cpu": cpu, "procs": procs}
@@ -137,6 +140,7 @@ def by_stage(procs: list[dict]) -> dict[str, dict[str, float]]:
 def measure(tree: Path, scratch: Path, results: Path, config: Path, hook: Path, cores: int) -> dict:
     cfgfile = prepare(scratch, results, config)
     log = scratch / "bench-procs.jsonl"
+    invoke(tree, scratch, cfgfile, hook, log, ["runs", "-n", "--cores", str(cores)])  # exits if runs are missing
     steps = {
         "round": ["runs", "--cores", str(cores)],
         "post": ["--cores", str(cores)],

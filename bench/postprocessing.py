@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -117,7 +118,7 @@ def invoke(tree: Path, workdir: Path, cfgfile: Path, hook: Path, log: Path, extr
     if proc.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed in {workdir} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     # Snakemake 9 prints its jobs on stdout (8 on stderr)
-    launched = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip().startswith("rule run:")]
+    launched = re.findall(r"^\s*(?:local)?rule run:", proc.stdout + proc.stderr, re.MULTILINE)
     if launched:
         sys.exit(f"bench: {workdir}: the workflow measures {len(launched)} runs, so the variants would compare "
                  "different records; give --config the sweep's own config, and --results records of this "

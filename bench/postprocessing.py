@@ -117,7 +117,7 @@ def invoke(tree: Path, workdir: Path, cfgfile: Path, hook: Path, log: Path, extr
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed in {workdir} (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
-    # Snakemake 9 prints its jobs on stdout (8 on stderr)
+    # Snakemake 9 prints its jobs on stdout
     launched = re.findall(r"^\s*(?:local)?rule run:", proc.stdout + proc.stderr, re.MULTILINE)
     if launched:
         sys.exit(f"bench: {workdir}: the workflow measures {len(launched)} runs, so the variants would compare "

@@ -27,8 +27,9 @@ NOTE = """# Seed 003 reproduction: how and why it differs from the paper
 Computed by perfsweep.overhead from Table 1 of Höfinger, Ruh and Haunschmid (PPL 2018) as transcribed in
 `table1.csv` (t_1 given separately; the other rows, n > 1, are the data points).
 
-* **Least squares** (`fits.csv`, method `least_squares`): bounded (0 <= f_s <= 1, b, c >= 0),
-  fit of Eq. 1 to all points with n > 1 (from the triples' exact solutions and a grid). For WIEN2k it reaches RMSD {wien_ls:.3f} s.
+* **Least squares** (`fits.csv`, method `least_squares`): bounded (0 <= f_s <= 1, b, c >= 0) fit of
+  Eq. 1 to all points with n > 1, started from the triples' exact solutions and a grid. For WIEN2k it
+  reaches RMSD {wien_ls:.3f} s.
   Its f_s comes out equal to 1/(1+c): the fit sits where the two roots of the model coincide
   (f_s = alpha), a sign that f_s and c are not separately determined by these data.
 * **Triples** (`triples.csv`, `top_triples.csv`): every triple of points with n > 1 is solved

@@ -133,3 +133,35 @@ def test_warmup_steps_run_untimed_and_are_recorded(tmp_path):
     assert rank["other"] >= 0 and sum(rank[k] for k in ("init", "compute", "io", "comm")) <= rank["total"] + 1e-9
     # the warm-up advanced the state: the timed steps start 3 steps later
     assert warm["extra"]["centre_checksum"] != cold["extra"]["centre_checksum"]
+
+
+FAULTS_PER_FORCE_CALL = """
+import resource, sys
+import numpy as np
+from perfsweep.apps import ljmd
+kept = ljmd.keep_freed_memory() if sys.argv[1] == "keep" else None
+p = ljmd.Params(n=600, m=int(sys.argv[2]), d=0.5, c=2.0)
+x, _ = ljmd.initial_state(p)
+i, j = ljmd.neighbour_pairs(x, np.arange(p.n), p.box, p.c + 2 * ljmd.site_radius(p.m) + ljmd.SKIN)
+faults = []
+for _ in range(5):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    ljmd.pair_forces(x, i, j, ljmd.site_offsets(p.m), p.box, p.c)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(kept, *faults)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize("m", [3, 4, 5])
+def test_kept_memory_force_calls_fault_no_pages_after_the_first(m):
+    # a process of its own: mallopt changes the whole process
+    out = subprocess.run([sys.executable, "-c", FAULTS_PER_FORCE_CALL, "keep", str(m)], check=True,
+                         capture_output=True, text=True, timeout=120).stdout.split()
+    assert out[0] == "True" and [int(f) for f in out[2:]] == [0, 0, 0, 0], out
+
+
+def test_record_says_whether_freed_memory_was_kept(tmp_path):
+    args = ["--n", 200, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 2]
+    assert run_ljmd(tmp_path, 1, *args)["extra"]["freed_memory"] == "kept"
+    assert run_ljmd(tmp_path, 1, *args, "--release-memory")["extra"]["freed_memory"] == "glibc default"

@@ -164,4 +164,4 @@ def test_kept_memory_force_calls_fault_no_pages_after_the_first(m):
 def test_record_says_whether_freed_memory_was_kept(tmp_path):
     args = ["--n", 200, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 2]
     assert run_ljmd(tmp_path, 1, *args)["extra"]["freed_memory"] == "kept"
-    assert run_ljmd(tmp_path, 1, *args, "--release-memory")["extra"]["freed_memory"] == "glibc default"
+    assert run_ljmd(tmp_path, 1, *args, "--release-memory")["extra"]["freed_memory"] == "C library default"

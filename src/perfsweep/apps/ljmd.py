@@ -381,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     except ParamError as exc:
         print(f"ljmd: {exc}", file=sys.stderr)
         return 2
-    memory = "glibc default" if ns.release_memory else "kept" if keep_freed_memory() else "C library default"
+    memory = "kept" if not ns.release_memory and keep_freed_memory() else "C library default"
     from mpi4py import MPI  # MPI_Init happens here: launch cost, not the app's time
 
     timer = RankTimer()

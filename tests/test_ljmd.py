@@ -1,5 +1,6 @@
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -51,6 +52,40 @@ def test_neighbour_pairs_match_brute_force_each_pair_once(n, d, reach):
     assert set(found) == brute_pairs(x, p.box, reach)
 
 
+def pairs_over_smooth_law(x, n, d, m):
+    """Pairs within the Verlet reach at c = 1.5 ... 2.5 over the smooth law n d (4 pi / 3) reach^3 / 2."""
+    box = (n / d) ** (1 / 3)
+    out = []
+    for c in (1.5, 1.75, 2.0, 2.25, 2.5):
+        reach = c + 2 * ljmd.site_radius(m) + ljmd.SKIN
+        i, _ = ljmd.neighbour_pairs(x, np.arange(n), box, reach)
+        out.append(len(i) / (n * d * 4 / 3 * math.pi * reach ** 3 / 2))
+    return np.array(out)
+
+
+def test_fluid_start_has_no_close_pairs_and_a_smooth_pair_count():
+    n, d = 1000, 0.5
+    fluid = ljmd.initial_state(ljmd.Params(n=n, m=3, d=d, c=2.0))[0]
+    lattice = ljmd.initial_state(ljmd.Params(n=n, m=3, d=d, c=2.0, start="lattice"))[0]
+    box = (n / d) ** (1 / 3)
+    assert len(ljmd.neighbour_pairs(fluid, np.arange(n), box, 1.0)[0]) == 0  # the hard core: 1 sigma at d = 0.5
+    smooth, shells = pairs_over_smooth_law(fluid, n, d, 3), pairs_over_smooth_law(lattice, n, d, 3)
+    # the lattice's shells: the pair count jumps by +-20 % over c; the fluid's rises smoothly towards the law
+    assert shells.max() - shells.min() > 0.3 and np.any(np.diff(shells) < 0)
+    assert np.all((smooth > 0.88) & (smooth < 1.02)) and np.all(np.diff(smooth) > 0), smooth
+
+
+def test_fluid_start_is_made_once_per_n_d_seed_and_remade_when_damaged(tmp_path):
+    first = ljmd.fluid_centres(200, 0.5, 7, tmp_path)
+    made = tmp_path / "ljmd-fluid-n200-d0.5-s7.npy"
+    assert np.array_equal(np.load(made), first)
+    np.save(made, first[:10])  # a file of another shape (a damaged or foreign one) is made again
+    assert np.array_equal(ljmd.fluid_centres(200, 0.5, 7, tmp_path), first)
+    assert np.array_equal(ljmd.fluid_centres(200, 0.5, 7), first)  # without a cache: the same centres
+    assert not np.array_equal(ljmd.fluid_centres(200, 0.5, 8, tmp_path), first)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["ljmd-fluid-n200-d0.5-s7.npy", "ljmd-fluid-n200-d0.5-s8.npy"]
+
+
 def test_newton_third_law_and_energy_conservation():
     p = ljmd.Params(n=120, m=3, d=0.4, c=2.0, dt=0.001, steps=200)
     x, v = ljmd.initial_state(p)
@@ -72,7 +107,8 @@ def run_ljmd(tmp_path, nprocs, *args):
     report = tmp_path / f"r{nprocs}.json"
     cmd = [MPIEXEC, "-n", str(nprocs), sys.executable, "-m", "perfsweep.apps.ljmd", *map(str, args),
            "--report", str(report)]
-    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    env = {**os.environ, "PERFSWEEP_CACHE": str(tmp_path / "cache")}  # the fluid starts made
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True, env=env)
     return json.loads(report.read_text())
 
 
@@ -163,5 +199,7 @@ def test_kept_memory_force_calls_fault_no_pages_after_the_first(m):
 
 def test_record_says_whether_freed_memory_was_kept(tmp_path):
     args = ["--n", 200, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 2]
-    assert run_ljmd(tmp_path, 1, *args)["extra"]["freed_memory"] == "kept"
+    record = run_ljmd(tmp_path, 1, *args)
+    assert record["extra"]["freed_memory"] == "kept" and record["parameters"]["start"] == "fluid"
+    assert [f.name for f in (tmp_path / "cache").iterdir()] == ["ljmd-fluid-n200-d0.5-s12345.npy"]
     assert run_ljmd(tmp_path, 1, *args, "--release-memory")["extra"]["freed_memory"] == "C library default"

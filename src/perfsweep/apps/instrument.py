@@ -25,14 +25,22 @@ from __future__ import annotations
 import json
 import os
 import socket
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator
 
 from perfsweep.apps.registry import MEASURED_PHASES
 from perfsweep.records import write_json_atomic
 
 PHASES = MEASURED_PHASES  # the phase kinds (one list: apps.registry)
+
+
+def cache_dir() -> Path:
+    """Where the built-in apps keep the inputs they make once (rmsd's trajectories, ljmd's fluid starts):
+    $PERFSWEEP_CACHE, else perfsweep-cache in the temporary directory."""
+    return Path(os.environ.get("PERFSWEEP_CACHE", Path(tempfile.gettempdir()) / "perfsweep-cache"))
 APP_REPORT_SCHEMA = "perfsweep.app-report/1"
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsweep.apps.instrument import RankTimer, write_app_report
+from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import PROCESS_COUNT
 
 MAGIC = b"PSTRJ001"
@@ -130,8 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0:
             print(f"rmsd: --frames {args.frames} is fewer than the {size} ranks", file=sys.stderr)
         return 2
-    cache = Path(os.environ.get("PERFSWEEP_CACHE", Path(tempfile.gettempdir()) / "perfsweep-cache"))
-    path = Path(args.trajectory or cache / f"rmsd-a{args.atoms}-f{args.frames}-s{args.seed}.trj")
+    path = Path(args.trajectory or cache_dir() / f"rmsd-a{args.atoms}-f{args.frames}-s{args.seed}.trj")
     error = None
     if rank == 0:  # preparation, outside the measured time; the others wait for the complete file
         error = prepare_trajectory(path, args.atoms, args.frames, args.seed)

@@ -160,8 +160,9 @@ def lattice_centres(n: int, box: float) -> tuple[np.ndarray, float]:
 
 def melt(x: np.ndarray, box: float, core: float, step: float, sweeps: int, rng) -> np.ndarray:
     """Hard-sphere Monte Carlo sweeps: every centre tries a displacement of up to ``step`` per coordinate
-    at once; where two centres come closer than ``core``, a moved one of them goes back, until no such
-    pair is left (the positions before the sweep had none)."""
+    at once; where two centres come closer than ``core``, a moved one of them goes back, until no moved
+    centre is in such a pair (a pair closer before the sweep, as on a lattice of fewer than 217 centres
+    tighter than the core, can only move apart)."""
     everyone = np.arange(len(x))
     for _ in range(sweeps):
         trial = (x + rng.uniform(-step, step, x.shape)) % box

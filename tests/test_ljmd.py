@@ -175,8 +175,8 @@ FAULTS_PER_FORCE_CALL = """
 import resource, sys
 import numpy as np
 from perfsweep.apps import ljmd
-kept = ljmd.keep_freed_memory() if sys.argv[1] == "keep" else None
-p = ljmd.Params(n=600, m=int(sys.argv[2]), d=0.5, c=2.0)
+kept = ljmd.keep_freed_memory()
+p = ljmd.Params(n=600, m=int(sys.argv[1]), d=0.5, c=2.0)
 x, _ = ljmd.initial_state(p)
 i, j = ljmd.neighbour_pairs(x, np.arange(p.n), p.box, p.c + 2 * ljmd.site_radius(p.m) + ljmd.SKIN)
 faults = []
@@ -192,7 +192,7 @@ print(kept, *faults)
 @pytest.mark.parametrize("m", [3, 4, 5])
 def test_kept_memory_force_calls_fault_no_pages_after_the_first(m):
     # a process of its own: mallopt changes the whole process
-    out = subprocess.run([sys.executable, "-c", FAULTS_PER_FORCE_CALL, "keep", str(m)], check=True,
+    out = subprocess.run([sys.executable, "-c", FAULTS_PER_FORCE_CALL, str(m)], check=True,
                          capture_output=True, text=True, timeout=120).stdout.split()
     assert out[0] == "True" and [int(f) for f in out[2:]] == [0, 0, 0, 0], out
 

@@ -37,23 +37,25 @@ import math
 import os
 import re
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
 from perfsweep.errors import UserError
 
 RUN_SCHEMA = "perfsweep.run/1"
 
 
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON so that readers see either nothing or the whole file (temp file + fsync + rename)."""
+@contextmanager
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
+    """A temporary file beside ``path`` to write to; on leaving it is synced and renamed to ``path``, so
+    that readers see either nothing or the whole file. On an error it is removed and ``path`` stays."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=False)
-            fh.write("\n")
+        with os.fdopen(fd, mode) as fh:
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -63,6 +65,13 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON so that readers see either nothing or the whole file (atomic_file)."""
+    with atomic_file(path, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=False)
+        fh.write("\n")
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:

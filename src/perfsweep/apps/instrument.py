@@ -35,13 +35,13 @@ from perfsweep.apps.registry import MEASURED_PHASES
 from perfsweep.records import write_json_atomic
 
 PHASES = MEASURED_PHASES  # the phase kinds (one list: apps.registry)
+APP_REPORT_SCHEMA = "perfsweep.app-report/1"
 
 
 def cache_dir() -> Path:
     """Where the built-in apps keep the inputs they make once (rmsd's trajectories, ljmd's fluid starts):
     $PERFSWEEP_CACHE, else perfsweep-cache in the temporary directory."""
     return Path(os.environ.get("PERFSWEEP_CACHE", Path(tempfile.gettempdir()) / "perfsweep-cache"))
-APP_REPORT_SCHEMA = "perfsweep.app-report/1"
 
 
 class RankTimer:

@@ -61,6 +61,7 @@ import numpy as np
 
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.records import atomic_file
 
 SITE_EDGE = 0.1  # edge of the site polygon in sigma (ms2's 0.1 Angstrom is ~0.03 sigma; 0.1 is visible)
 SKIN = 0.3  # Verlet-list skin in sigma: neighbour lists are rebuilt only when a molecule moved skin/2
@@ -195,23 +196,20 @@ def fluid_centres(n: int, d: float, seed: int, cache: Path | None = None) -> np.
     core = min(1.0, HARD_CORE * (1.0 / d) ** (1.0 / 3.0))
     x = melt(x, box, core, MELT_STEP * a, MELT_SWEEPS, np.random.default_rng([seed, 1]))
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npy")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_file(path) as fh:
             np.save(fh, x)
-        os.replace(tmp, path)
     return x
 
 
-def initial_state(p: Params, cache: Path | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Centres of the fluid start (fluid_centres) or on the lattice with small jitter (``start:
-    lattice``); Maxwell velocities at the temperature."""
+def initial_state(p: Params, centres: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Centres of the fluid start (``centres`` made by fluid_centres, else made here) or on the lattice
+    with small jitter (``start: lattice``); Maxwell velocities at the temperature."""
     rng = np.random.default_rng(p.seed)
     if p.start == "lattice":
         x, a = lattice_centres(p.n, p.box)
         x = x + rng.uniform(-0.05, 0.05, (p.n, 3)) * a
     else:
-        x = fluid_centres(p.n, p.d, p.seed, cache)
+        x = fluid_centres(p.n, p.d, p.seed) if centres is None else centres
     mass = float(p.m)
     v = rng.normal(0.0, math.sqrt(p.temperature / mass), (p.n, 3))
     v -= v.mean(axis=0)
@@ -346,15 +344,16 @@ class ForceField:
             self.pool.shutdown()
 
 
-def run(p: Params, comm, timer: RankTimer, out_dir: str, cache: Path | None = None) -> dict[str, float]:
-    """Integrate ``p.steps`` velocity-Verlet steps; returns energies (on every rank)."""
+def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | None = None) -> dict[str, float]:
+    """Integrate ``p.steps`` velocity-Verlet steps from ``centres`` (rank 0; see initial_state); returns
+    energies (on every rank)."""
     from mpi4py import MPI
 
     rank, size = comm.Get_rank(), comm.Get_size()
     mass = float(p.m)
     with timer.phase("init"), timer.region("setup"):
         if rank == 0:
-            x, v = initial_state(p, cache)
+            x, v = initial_state(p, centres)
         else:
             x, v = np.empty((p.n, 3)), np.empty((p.n, 3))
         field = ForceField(p, rank, size, timer)
@@ -459,16 +458,16 @@ def main(argv: list[str] | None = None) -> int:
     from mpi4py import MPI  # MPI_Init happens here: launch cost, not the app's time
 
     comm = MPI.COMM_WORLD
-    cache = cache_dir()
-    if p.start == "fluid" and comm.Get_rank() == 0:  # made once, outside the measured time
-        fluid_centres(p.n, p.d, p.seed, cache)
+    centres = None
+    if p.start == "fluid" and comm.Get_rank() == 0:  # made once per (n, d, seed), outside the measured time
+        centres = fluid_centres(p.n, p.d, p.seed, cache_dir())
     comm.Barrier()
     timer = RankTimer()
     with tempfile.TemporaryDirectory(prefix="ljmd-") as tmp:
         out_dir = ns.out_dir or tmp
         if ns.out_dir and comm.Get_rank() == 0:
             os.makedirs(out_dir, exist_ok=True)
-        result = run(p, comm, timer, out_dir, cache)
+        result = run(p, comm, timer, out_dir, centres)
         params = asdict(p)
         params.update({PROCESS_COUNT: comm.Get_size(), "box": p.box, "site_edge": SITE_EDGE})
         result["freed_memory"] = memory

@@ -19,15 +19,14 @@ these region paths to the seed's names, so t_Overhead1 and t_Overhead2 follow fr
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.records import atomic_file
 
 MAGIC = b"PSTRJ001"
 HEADER = len(MAGIC) + 8  # magic, atoms (int32), frames (int32)
@@ -48,16 +47,13 @@ def write_trajectory(path: Path, atoms: int, frames: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     steps = rng.normal(size=(atoms, 3))
     ref = np.cumsum(3.8 * steps / np.linalg.norm(steps, axis=1, keepdims=True), axis=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as fh:
+    with atomic_file(path) as fh:
         fh.write(MAGIC + np.array([atoms, frames], dtype=np.int32).tobytes())
         for k in range(frames):
             q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
             amp = 0.5 + 2.0 * k / max(1, frames - 1)
             frame = ref @ q.T + rng.normal(size=3) * 10 + rng.normal(scale=amp, size=(atoms, 3))
             fh.write(frame.astype(np.float32).tobytes())
-    os.replace(tmp, path)
 
 
 def read_header(fh) -> tuple[int, int]:

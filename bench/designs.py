@@ -6,9 +6,10 @@
 
 Runs the 3-parameter ljmd study T(n, m, c) (5 x 5 x 5 values, k repetitions) three times with
 ``perfsweep run``, each into its own fresh results directory so that every design measures its own
-points: ``design: full`` (125 configurations), ``design: sparse`` (one line per parameter through the
-smallest values plus 2 extra points: 15) and ``design: adaptive`` (sparse, then rounds of 2 points where
-the resampled models disagree most, until the lead terms are stable). A fourth run measures held-out
+points: ``design: full`` (125 configurations), the sparse design of ``--sparse`` (default: as the
+default config's, one line per parameter through the grid's centre plus 4 extra points: 17) and
+``design: adaptive`` with the same start (then rounds of 2 points where the resampled models disagree
+most, until the lead terms are stable). A fourth run measures held-out
 points beyond the grid (n, m, c each one or two steps past its largest value: 8 points), where every
 design's models are judged. ``--keep DIR`` keeps the measurement (DIR/full, DIR/sparse, DIR/adaptive,
 DIR/held-out and DIR/bench.json), ``--judge DIR`` judges it again without measuring.
@@ -69,6 +70,7 @@ HELD_OUT = {"n": [1200, 1400], "m": [6, 7], "c": [2.75, 3.0]}
 QUICK_GRID = {"n": [200, 250, 300, 350, 400], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
 QUICK_HELD_OUT = {"n": [450, 500], "m": [6, 7], "c": [2.75, 3.0]}
 DESIGNS = ("full", "sparse", "adaptive")
+SPARSE = "{kind: sparse, extra: 4, base: centre}"
 JUDGED = (("all", "time"), ("step/forces", "time"))  # the run-time model and the dominant region's
 
 
@@ -154,9 +156,10 @@ def main() -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="small molecule counts, few steps: checks the bench end to "
                     "end in a few minutes (its figures judge nothing)")
-    ap.add_argument("--sparse", default="sparse", metavar="YAML",
-                    help="the sparse design as in a config, e.g. '{kind: sparse, extra: 4, base: {m: 3}}' (the "
-                         "default config's choice); default: sparse (lines through the smallest values, 2 extra)")
+    ap.add_argument("--sparse", default=SPARSE, metavar="YAML",
+                    help=f"the sparse design as in a config (default: {SPARSE}, the default config's choice; "
+                         "e.g. sparse: lines through the smallest values, 2 extra); the adaptive design starts "
+                         "from its lines and extra points")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (default: a temporary directory)")
     ap.add_argument("--judge", metavar="DIR", help="judge the measurement kept in DIR (--keep) again, measure nothing")
     args = ap.parse_args()
@@ -180,8 +183,10 @@ def main() -> int:
     try:
         walls = {}
         sparse = yaml.safe_load(args.sparse)
-        for name in DESIGNS:
-            _, walls[name] = run(workdir, name, sparse if name == "sparse" else name, grid, args)
+        sparse = {"kind": sparse} if isinstance(sparse, str) else sparse
+        start = {k: v for k, v in sparse.items() if k in ("base", "extra")}
+        for name, design in (("full", "full"), ("sparse", sparse), ("adaptive", {**start, "kind": "adaptive"})):
+            _, walls[name] = run(workdir, name, design, grid, args)
         held_dir, walls["held-out"] = run(workdir, "held-out", "full", held_grid, args)
         (workdir / "bench.json").write_text(json.dumps({
             "steps": args.steps, "repetitions": args.repetitions, "cores": args.cores, "quick": args.quick,

@@ -79,7 +79,20 @@ def test_base_point_and_top_level_default():
     assert len(s.configurations()) == 13
 
 
+@pytest.mark.parametrize("centre", ["centre", "center"])
+def test_base_centre_is_every_parameters_middle_value(centre):
+    four = {**GRID3, "d": [0.2, 0.4, 0.6, 0.8]}  # an even count: the lower of the two middle values
+    study = load_config(sweep_config(four, {"kind": "sparse", "base": centre, "extra": 0})).study("s")
+    assert study.design.base == {"n": 600, "m": 3, "c": 2.0, "d": 0.4}
+    configs = study.configurations()
+    assert len(configs) == 1 + 3 * 4 + 3
+    assert all(sum(c.params[k] != study.design.base[k] for k in four) <= 1 for c in configs)
+    assert study.design.text() == "sparse (lines through {n = 600, m = 3, c = 2, d = 0.4} + 0 extra)"
+
+
 @pytest.mark.parametrize("design, where, message", [
+    ({"kind": "sparse", "base": "middle"}, "studies.s.design.base", "'middle' is not a base: give centre"),
+    ({"kind": "sparse", "base": 3}, "studies.s.design.base", "3 is not of type 'object', 'string'"),
     ("sprase", "studies.s.design", "'sprase' is not a design"),
     ({"kind": "sparse", "base": {"n": 300}}, "studies.s.design.base.n", "300 is not one of its values"),
     ({"kind": "sparse", "base": {"d": 1}}, "studies.s.design.base.d", "'d' is not varied"),

@@ -1,6 +1,8 @@
 import itertools
 import json
 import warnings
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -415,3 +417,42 @@ def test_own_sweeps_models_explain_as_much_as_a_single_term():
             assert m.adj_r2 >= _best_single_term_adj_r2(x, np.nanmean(y, axis=1)) - 1e-3, (path.name, str(m))
             checked += 1
     assert checked >= 80
+
+
+# ljmd's T(n, m, c) on its full 5 x 5 x 5 grid (bench/designs.py, 3 repetitions, measured 2026-11-25 on the
+# machine that measured tests/data/designs): the lead orders of its run-time and step/forces models
+FULL_GRID_LEAD = {"time": {"n": (Fraction(3, 4), 2), "m": (Fraction(2), 0), "c": (Fraction(8, 3), 0)},
+                  "forces": {"n": (Fraction(3, 4), 2), "m": (Fraction(2), 0), "c": (Fraction(11, 4), 0)}}
+
+
+def sparse_ljmd_aggregate():
+    import pandas as pd
+
+    runs = pd.read_csv(Path(__file__).parent / "data" / "designs" / "ljmd_sparse_centre.csv")
+    rows = []
+    for (n, m, c), g in runs.groupby(["n", "m", "c"]):
+        for region, column in (("all", "time"), ("step/forces", "forces")):
+            rows.append({"config_id": f"n={n}_m={m}_c={c}", "n": n, "m": m, "c": c, "region": region,
+                         "metric": "time", "median": g[column].median(),
+                         "values": " ".join(repr(v) for v in g[column])})
+    return pd.DataFrame(rows)
+
+
+def test_a_sparse_designs_models_have_the_full_grids_lead_orders_on_measured_data():
+    """A real sparse measurement (17 configurations through the grid's centre, 4 points off the lines)
+    fitted as the models stage fits a sparse design (no lower-order terms beside a product) reaches the
+    lead orders of the full grid's models (compare.orders_agree: exponents within 1/4, logs within one
+    power). Fitted with the full grid's search instead, the same points gave m^(4/3) log for the run time
+    and c^(3/2) log for step/forces."""
+    from perfsweep.modeling.compare import format_orders, lead_orders, orders_agree
+    from perfsweep.modeling.pipeline import fit_options, fit_study_models
+
+    assert fit_options("p", "sparse").extra_terms == fit_options("p", "adaptive").extra_terms == 0
+    assert fit_options("p", "full").extra_terms == FitOptions().extra_terms
+    table, models, _ = fit_study_models(sparse_ljmd_aggregate(), "T_n_m_c", ["n", "m", "c"], {}, "p",
+                                        bootstrap=0, design="sparse")
+    assert {m["design"] for m in models} == {"sparse"}
+    for entry in models:
+        model = Model.from_dict(entry["model"])
+        expected = FULL_GRID_LEAD["time" if entry["region"] == "all" else "forces"]
+        assert orders_agree(lead_orders(model), expected), (entry["region"], format_orders(model))

@@ -11,8 +11,11 @@ Designs (config key ``design:`` per study, or at the top level as every study's 
 
 - ``full``: every configuration of the grid (the product of the varied values), the default.
 - ``sparse``: per varied parameter one line of all its values through a base point (the smallest
-  value of every other parameter, or ``base:``), as Extra-P's sparse modeler measures (Ritter et al.,
-  IPDPS 2020), plus ``extra`` points off the lines. The lines determine every parameter's own terms;
+  value of every other parameter, or ``base:``: a mapping, or ``centre`` for the middle value of
+  every parameter), as Extra-P's sparse modeler measures (Ritter et al., IPDPS 2020), plus ``extra``
+  points off the lines. Lines through the smallest values are the cheapest; where the smallest values
+  leave the application mostly fixed overhead, they show little of the other parameters' effects, and
+  lines through the centre model better (README, Designs). The lines determine every parameter's own terms;
   how the terms combine (sums or products: the candidate models that agree on the lines) is seen only
   off the lines. The extra points are chosen to separate those candidates: a model's products of
   parameters are, relative to the base, products of the parameters' distances from it, so every extra
@@ -47,6 +50,7 @@ from perfsweep.records import ok_times, study_records, write_json_atomic
 from perfsweep.rounds import plan_file, planned_repetitions, read_plan
 
 KINDS = ("full", "sparse", "adaptive")
+CENTRE = ("centre", "center")  # base: every parameter at its middle value
 MAX_CANDIDATES = 200_000  # grid points an extra point or an adaptive round chooses from
 PLAN_SCHEMA = "perfsweep.plan/1"
 BOOTSTRAP = 40  # resampled models whose disagreement places an adaptive round's points
@@ -64,7 +68,10 @@ class Design:
     def text(self) -> str:
         if self.kind == "full":
             return "full"
-        out = f"{self.kind} (lines + {self.extra} extra"
+        from perfsweep.config import format_value
+
+        through = f" through {{{', '.join(f'{k} = {format_value(v)}' for k, v in self.base.items())}}}" if self.base else ""
+        out = f"{self.kind} (lines{through} + {self.extra} extra"
         if self.kind == "adaptive":
             out += f", +{self.per_round} per round, <= {self.rounds} rounds"
             out += f", budget {self.budget:g} core-h" if self.budget is not None else ""
@@ -86,7 +93,12 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
             raise ConfigError(source, f"{where}.{key}", f"only for design kind adaptive, not {kind}")
     if kind == "full" and ("base" in value or "extra" in value):
         raise ConfigError(source, f"{where}.{'base' if 'base' in value else 'extra'}", "only for sparse or adaptive designs")
-    base = dict(value.get("base") or {})
+    base = value.get("base") or {}
+    if base in CENTRE:  # the middle value of every parameter (of an even count, the lower middle one)
+        base = {name: sorted(values)[(len(values) - 1) // 2] for name, values in vary.items()}
+    if not isinstance(base, dict):
+        raise ConfigError(source, f"{where}.base", f"{base!r} is not a base: give centre, or a mapping "
+                                                   "of varied parameters to one of their values each")
     for name, v in base.items():
         if name not in vary:
             raise ConfigError(source, f"{where}.base.{name}", f"{name!r} is not varied in this study "
@@ -341,7 +353,8 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT) -> bool:
 def _fit(x, y, names, processes):
     import warnings
 
-    from perfsweep.modeling import FitOptions, ModelingError, fit_model
+    from perfsweep.modeling import ModelingError, fit_model
+    from perfsweep.modeling.pipeline import fit_options
 
     if len(x) < 2:
         return None
@@ -350,7 +363,7 @@ def _fit(x, y, names, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fit_model(np.array(x), ys, names, options=FitOptions(negative_params=(processes,), bootstrap=BOOTSTRAP))
+            return fit_model(np.array(x), ys, names, options=fit_options(processes, "adaptive", BOOTSTRAP))
         except ModelingError:
             return None
 

@@ -17,6 +17,7 @@ rule models:
         varied=lambda wc: STUDIES[wc.study].varied,
         fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},
         processes=SWEEP.processes,
+        design=lambda wc: STUDIES[wc.study].design.kind,  # sparse, adaptive: no lower-order terms
     log:
         f"{R}/logs/models/{{study}}.log",
     conda:

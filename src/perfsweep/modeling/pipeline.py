@@ -9,11 +9,18 @@ medians), so that the selection sees the noise the repetitions show. The repetit
 that select the same lead terms (``lead_share``), the most frequent other lead (``runner_up``,
 ``runner_up_share``: where the two are close the data do not determine the form), and predictions
 come with a 90 % interval (``low``, ``high``).
+
+A sparse or adaptive design measures only a few points off its lines, and only those points tell a
+product a*b from a*b + a. Its models are therefore searched without lower-order terms beside a
+product (``FitOptions.extra_terms = 0``; fit_options): measured with bench/designs.py on ljmd's
+T(n, m, c), sparse designs fitted with them reached the full grid's lead order far more often than
+with the full grid's search (see the README, Designs).
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,12 +45,21 @@ def repetitions(sel: pd.DataFrame) -> np.ndarray:
     return np.array([r + [np.nan] * (width - len(r)) if r else [np.nan] * width for r in rows])
 
 
+def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP) -> FitOptions:
+    """The modeler's options for a study of the design kind (full, sparse, adaptive): negative exponents
+    for the process count; no lower-order terms beside a product unless the design is a full grid."""
+    options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
+    return options if design == "full" else replace(options, extra_terms=0)
+
+
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
-                     processes: str = PROCESS_COUNT, bootstrap: int = BOOTSTRAP) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
+                     processes: str = PROCESS_COUNT, bootstrap: int = BOOTSTRAP,
+                     design: str = "full") -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
-    The (region, metric) pairs measured at the same points are fitted together (fit_models)."""
-    options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
+    The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
+    options of the study's design kind (fit_options)."""
+    options = fit_options(processes, design, bootstrap)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
@@ -76,6 +92,7 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
                          "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
                          "runner_up_share": model.runner_up_share, "reason": ""})
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
+                           "design": design,
                            "processes": model.processes, "level": LEVEL, "model": model.to_dict()})
             y = model.values
             pred = model.predict(x)

@@ -22,6 +22,9 @@ launches one at a time (about 0.35 s of launch each): full grid 375 runs about 5
 about 4.5 min, sparse and adaptive about 1 and 2 min, plus Snakemake and modeling per invocation:
 about 13-15 min on an idle 2-core machine.
 
+The models are those of perfsweep's models stage: the sparse and adaptive designs' searched without
+lower-order terms beside a product (perfsweep.modeling.pipeline.fit_options), the full grid's with them.
+
 Printed: per design the configurations, runs and core-hours (the records' wall time x processes)
 with the share of the full grid's; for the run-time model (region all, metric time) and the dominant
 region's (step/forces, time) side by side the models, their lead terms and lead orders per parameter,

@@ -53,7 +53,6 @@ KINDS = ("full", "sparse", "adaptive")
 CENTRE = ("centre", "center")  # base: every parameter at its middle value
 MAX_CANDIDATES = 200_000  # grid points an extra point or an adaptive round chooses from
 PLAN_SCHEMA = "perfsweep.plan/1"
-BOOTSTRAP = 40  # resampled models whose disagreement places an adaptive round's points
 
 
 @dataclass(frozen=True)
@@ -363,7 +362,7 @@ def _fit(x, y, names, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fit_model(np.array(x), ys, names, options=fit_options(processes, "adaptive", BOOTSTRAP))
+            return fit_model(np.array(x), ys, names, options=fit_options(processes, "adaptive"))
         except ModelingError:
             return None
 

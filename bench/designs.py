@@ -7,7 +7,7 @@
 Runs the 3-parameter ljmd study T(n, m, c) (5 x 5 x 5 values, k repetitions) three times with
 ``perfsweep run``, each into its own fresh results directory so that every design measures its own
 points: ``design: full`` (125 configurations), the sparse design of ``--sparse`` (default: as the
-default config's, one line per parameter through the grid's centre plus 4 extra points: 17) and
+default config's, one line per parameter through the grid's centre plus 8 extra points: 21) and
 ``design: adaptive`` with the same start (then rounds of 2 points where the resampled models disagree
 most, until the lead terms are stable). A fourth run measures held-out
 points beyond the grid (n, m, c each one or two steps past its largest value: 8 points), where every
@@ -73,7 +73,7 @@ HELD_OUT = {"n": [1200, 1400], "m": [6, 7], "c": [2.75, 3.0]}
 QUICK_GRID = {"n": [200, 250, 300, 350, 400], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
 QUICK_HELD_OUT = {"n": [450, 500], "m": [6, 7], "c": [2.75, 3.0]}
 DESIGNS = ("full", "sparse", "adaptive")
-SPARSE = "{kind: sparse, extra: 4, base: centre}"
+SPARSE = "{kind: sparse, extra: 8, base: centre}"
 JUDGED = (("all", "time"), ("step/forces", "time"))  # the run-time model and the dominant region's
 
 

@@ -2,9 +2,10 @@
 and recorded as perfsweep launches it, at two run lengths, beside the machine's own variation, and what
 it means for the CV target of issue 17.
 
-    .venv/bin/python bench/host_noise.py [--runs 8] [--steps 60] [--n 400] [--m 4]
+    .venv/bin/python bench/host_noise.py [--runs 8] [--steps N] [--n 400] [--m 4]
 
-Runs the same configuration ``--runs`` times at ``--steps`` and at 4x as many steps, interleaved (so
+Runs the same configuration ``--runs`` times at ``--steps`` (default: config/config.yaml's) and at 4x as
+many steps, with config/config.yaml's launcher (ranks pinned to cores), interleaved (so
 both lengths see the same moments of the machine), each through perfsweep's own launch and record
 (perfsweep.runner: RunSpec.build from a config, execute), and prints per length the mean application
 time and the CV of the runs. With per-run noise sigma, two repetitions have a CV below 10 % with
@@ -28,17 +29,23 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from perfsweep.config import SweepConfig, load_config
 from perfsweep.runner import RunSpec, execute
+
+DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
 
 PROBE_ITERATIONS = 300_000  # the pure-Python loop: 19-50 ms here, by the moment
 PROBES_PER_RUN = 3
 
 
 def sweep_config(steps: int, n: int, m: int, results: str) -> SweepConfig:
-    """A one-study config of the default's ljmd at this run length (its first configuration is measured)."""
+    """A one-study config of the default's ljmd, launched as the default config launches it (pinned ranks),
+    at this run length (its first configuration is measured)."""
     return load_config({
         "app": {"name": "ljmd", "args": {"steps": steps}},
+        "launcher": DEFAULT["launcher"],
         "parameters": {"n": n, "m": m, "d": 0.5, "c": 2.0, "p": 1},
         "results": results,
         "studies": {"noise": {"vary": {"c": [2.0, 2.25]}}},  # a study varies >= 2 values; c = 2 is measured
@@ -61,7 +68,8 @@ def cv(values: list[float]) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=60, help="the default config's ljmd steps")
+    ap.add_argument("--steps", type=int, default=DEFAULT["app"]["args"]["steps"],
+                    help="ljmd steps (default: the default config's)")
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--m", type=int, default=4)
     args = ap.parse_args()

@@ -449,8 +449,8 @@ def test_a_sparse_designs_models_have_the_full_grids_lead_orders_on_measured_dat
 
     assert fit_options("p", "sparse").extra_terms == fit_options("p", "adaptive").extra_terms == 0
     assert fit_options("p", "full").extra_terms == FitOptions().extra_terms
-    table, models, _ = fit_study_models(sparse_ljmd_aggregate(), "T_n_m_c", ["n", "m", "c"], {}, "p",
-                                        bootstrap=0, design="sparse")
+    _, models, _ = fit_study_models(sparse_ljmd_aggregate(), "T_n_m_c", ["n", "m", "c"], {}, "p",
+                                    bootstrap=0, design="sparse")
     assert {m["design"] for m in models} == {"sparse"}
     for entry in models:
         model = Model.from_dict(entry["model"])

@@ -35,7 +35,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.records import RUN_SCHEMA, is_time, write_json_atomic
+from perfsweep.records import RUN_SCHEMA, atomic_file, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
     from perfsweep.config import Configuration, SweepConfig
@@ -394,10 +394,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _write_manifest(path: str | None, outputs: list[str]) -> int:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        tmp = f"{path}.tmp"
-        Path(tmp).write_text("".join(f"{o}\n" for o in outputs))
-        os.replace(tmp, path)
+        with atomic_file(path, "w") as fh:
+            fh.write("".join(f"{o}\n" for o in outputs))
     return 0
 
 

@@ -69,6 +69,18 @@ def test_sparse_extra_points_cover_the_interactions_and_grow_linearly():
     assert len(sparse.configurations()) == 1 + 5 * 4 + 2  # the grid has 3,125
 
 
+def test_extra_points_beyond_the_interactions_go_where_their_estimates_are_least_certain():
+    # through the centre, 4 corners span the 4 products of 3 parameters; the next 4 extra points are
+    # the other 4 corners (the face-centred central composite design), not points near the centre
+    study = load_config(sweep_config(GRID3, {"kind": "sparse", "base": "centre", "extra": 8})).study("s")
+    off = {(p["n"], p["m"], p["c"]) for p in (c.params for c in study.configurations())
+           if sum(p[k] != study.design.base[k] for k in GRID3) >= 2}
+    assert off == {(n, m, c) for n in (200, 1000) for m in (1, 5) for c in (1.5, 2.5)}
+    # and the choice is a sequence: 6 extra points are the first 6 of the 8
+    six = load_config(sweep_config(GRID3, {"kind": "sparse", "base": "centre", "extra": 6})).study("s")
+    assert {c.config_id for c in six.configurations()} < {c.config_id for c in study.configurations()}
+
+
 def test_base_point_and_top_level_default():
     cfg = sweep_config(GRID3, {"kind": "sparse", "base": {"m": 3}, "extra": 0}, top="adaptive")
     cfg["studies"]["t"] = {"vary": {"n": [200, 400, 600], "m": [1, 2, 3]}}

@@ -20,9 +20,13 @@ Designs (config key ``design:`` per study, or at the top level as every study's 
   off the lines. The extra points are chosen to separate those candidates: a model's products of
   parameters are, relative to the base, products of the parameters' distances from it, so every extra
   point is the one whose vector of such products (every subset of two or more parameters) has the
-  largest part not spanned by the points chosen before (a greedy D-optimal choice for the interaction
-  coefficients; the first is the corner opposite the base). 1 + sum(values - 1) + extra
-  configurations: linear in the number of parameters, where the grid is exponential.
+  largest part not spanned by the points chosen before (the first is the corner opposite the base);
+  once they span every product, the one where the least-squares estimates of the products'
+  coefficients are least certain (largest f' (F'F)^+ f over the chosen points' vectors F): a greedy
+  D-optimal choice for the interaction coefficients (Wynn's sequential rule). Through the centre of
+  3 parameters, 8 extra points are the 8 corners of the grid: with the lines, a face-centred central
+  composite design. 1 + sum(values - 1) + extra configurations: linear in the number of parameters,
+  where the grid is exponential.
 - ``adaptive``: starts as ``sparse``; after each round of runs (``perfsweep run``) the study's run
   time is modelled (perfsweep.modeling, with resampled repetitions), and the ``per_round`` grid points
   where the resampled models disagree most (largest spread of their log predictions) are added. It
@@ -179,7 +183,8 @@ def _grid_index(vary: dict[str, list[Any]]) -> np.ndarray:
 
 def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """``design.extra`` points off the lines, greedily the one whose interaction features have the
-    largest part orthogonal to those of the points chosen before (ties: the cheaper, nearer the base)."""
+    largest part orthogonal to those of the points chosen before, once those span them the one of the
+    largest prediction variance under them (ties: the cheaper, nearer the base)."""
     if design.extra <= 0 or len(vary) < 2:
         return []
     base = _base_index(design, vary)
@@ -190,15 +195,20 @@ def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[i
     nearness = np.abs(_position(vary, base, cand)).sum(axis=1)
     chosen: list[tuple[int, ...]] = []
     basis: list[np.ndarray] = []
+    picked = np.zeros((0, feats.shape[1]))  # the chosen points' interaction features
     for _ in range(min(design.extra, len(cand))):
         resid = feats.copy()
         for b in basis:
             resid -= np.outer(resid @ b, b)
-        norm = np.linalg.norm(resid, axis=1)
-        order = np.lexsort((nearness, -np.round(norm, 9)))  # largest residual, then nearest the base
+        crit = np.linalg.norm(resid, axis=1)
+        if basis and crit.max() <= 1e-9:  # spanned: where the interaction estimates are least certain
+            crit = np.einsum("ij,jk,ik->i", feats, np.linalg.pinv(picked.T @ picked), feats)
+        order = np.lexsort((nearness, -np.round(crit, 9)))  # largest criterion, then nearest the base
         pick = int(order[0])
-        if norm[pick] > 1e-9:
-            basis.append(resid[pick] / norm[pick])
+        norm = np.linalg.norm(resid[pick])
+        if norm > 1e-9:
+            basis.append(resid[pick] / norm)
+        picked = np.vstack([picked, feats[pick]])
         chosen.append(tuple(int(v) for v in cand[pick]))
         keep = np.ones(len(cand), bool)
         keep[pick] = False

@@ -1,26 +1,29 @@
-"""Sparse and adaptive designs against the full grid: same app, same machine, same study.
+"""Sparse and adaptive designs against the full grid: same app, same machine, same study, same session.
 
     nice .venv/bin/python bench/designs.py [--steps 60] [--repetitions 3] [--cores 2] [--keep DIR]
     nice .venv/bin/python bench/designs.py --quick            # small grid, 5 steps, k = 2: end to end
     .venv/bin/python bench/designs.py --judge DIR             # re-judge the measurement kept in DIR
 
-Runs the 3-parameter ljmd study T(n, m, c) (5 x 5 x 5 values, k repetitions) three times with
-``perfsweep run``, each into its own fresh results directory so that every design measures its own
-points: ``design: full`` (125 configurations), the sparse design of ``--sparse`` (default: as the
-default config's, one line per parameter through the grid's centre plus 8 extra points: 21) and
-``design: adaptive`` with the same start (then rounds of 2 points where the resampled models disagree
-most, until the lead terms are stable). A fourth run measures held-out
-points beyond the grid (n, m, c each one or two steps past its largest value: 8 points), where every
-design's models are judged. ``--keep DIR`` keeps the measurement (DIR/full, DIR/sparse, DIR/adaptive,
-DIR/held-out and DIR/bench.json), ``--judge DIR`` judges it again without measuring.
+Measures the 3-parameter ljmd study T(n, m, c) (5 x 5 x 5 values, k repetitions) under three designs
+and the held-out points in one ``perfsweep run`` of one config with four studies, so that Snakemake
+runs all their jobs interleaved, in one session: ``T_full`` (``design: full``, 125 configurations),
+``T_sparse`` (the design of ``--sparse``; default as the default config's: one line per parameter
+through the grid's centre plus 8 extra points, the grid's corners: 21), ``T_adaptive`` (``design:
+adaptive`` with the same start, then rounds of 2 points where the resampled models disagree most,
+until the lead terms are stable; its rounds run after the session) and ``T_held_out`` (n, m, c each
+one or two steps past its largest value: 8 points, where every design's models are judged). Every
+design measures its own points (a configuration the designs share is run once per study). Measured
+one design after the other, as this bench did until 2026-11-25, the designs and the held-out points
+were minutes apart, and the host's speed drifted between them by up to 4 % (the medians of the
+configurations two designs shared differed by a factor 0.96-1.02): as much as the held-out errors
+being compared. ``--keep DIR`` keeps the measurement (DIR/results, DIR/config.yaml, DIR/bench.json),
+``--judge DIR`` judges it again without measuring.
 
 Run length: 60 steps per run by default (was 10): the median configuration (n 600, m 3, c 2) then
 computes about 0.3 s, the largest (1000, 5, 2.5) about 3 s, the smallest about 20 ms (one step count
-serves all configurations: the work grows about 500-fold across the grid). Estimated from single runs
-on this machine (ljmd's step time about 1.2e-7 s x n m^2 c^3 per step above a floor of 0.3 ms) with
-launches one at a time (about 0.35 s of launch each): full grid 375 runs about 5 min, held-out 24 runs
-about 4.5 min, sparse and adaptive about 1 and 2 min, plus Snakemake and modeling per invocation:
-about 13-15 min on an idle 2-core machine.
+serves all configurations: the work grows about 500-fold across the grid). On an idle 2-core machine the
+whole bench takes about 8 min (measured separately: full grid 3.6 min, held-out 1.9 min, sparse 0.7
+min, adaptive 1.1 min with its rounds).
 
 The models are those of perfsweep's models stage: the sparse and adaptive designs' searched without
 lower-order terms beside a product (perfsweep.modeling.pipeline.fit_options), the full grid's with them.
@@ -66,7 +69,7 @@ from perfsweep.modeling.compare import format_orders, judge_lead, same_lead_orde
 from perfsweep.records import study_records
 
 REPO = Path(__file__).resolve().parents[1]
-STUDY = "T_n_m_c"
+STUDIES = {"full": "T_full", "sparse": "T_sparse", "adaptive": "T_adaptive", "held-out": "T_held_out"}
 GRID = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
 HELD_OUT = {"n": [1200, 1400], "m": [6, 7], "c": [2.75, 3.0]}
 # --quick: the same shape (5 values per parameter, 2 x 2 x 2 held out) on small molecules counts
@@ -77,7 +80,10 @@ SPARSE = "{kind: sparse, extra: 8, base: centre}"
 JUDGED = (("all", "time"), ("step/forces", "time"))  # the run-time model and the dominant region's
 
 
-def config(results: Path, design, vary, steps: int, k: int) -> dict:
+def config(results: Path, designs: dict, vary, held, steps: int, k: int) -> dict:
+    studies = {STUDIES[name]: {"vary": vary, "fixed": {"d": 0.5, "p": 1}, "design": design}
+               for name, design in designs.items()}
+    studies[STUDIES["held-out"]] = {"vary": held, "fixed": {"d": 0.5, "p": 1}, "design": "full"}
     return {
         "app": {"name": "ljmd", "args": {"steps": steps}},
         "parameters": {"n": 600, "m": 2, "d": 0.5, "c": 2.0, "p": 1},
@@ -85,30 +91,33 @@ def config(results: Path, design, vary, steps: int, k: int) -> dict:
         "timeout": 300,
         "retries": 1,
         "results": str(results),
-        "studies": {STUDY: {"vary": vary, "fixed": {"d": 0.5, "p": 1}, "design": design}},
+        "studies": studies,
     }
 
 
-def run(workdir: Path, name: str, design, vary, args) -> tuple[Path, float]:
-    """One ``perfsweep run`` of the study into workdir/name; returns (results dir, wall seconds)."""
-    results = workdir / name / "results"
-    cfgfile = workdir / name / "config.yaml"
+def run(workdir: Path, designs: dict, vary, held, args) -> float:
+    """One ``perfsweep run`` of every design's study and the held-out points; returns the wall seconds."""
+    results = workdir / "results"
+    cfgfile = workdir / "config.yaml"
     cfgfile.parent.mkdir(parents=True, exist_ok=True)
-    cfgfile.write_text(yaml.safe_dump(config(results, design, vary, args.steps, args.repetitions), sort_keys=False))
+    cfgfile.write_text(yaml.safe_dump(config(results, designs, vary, held, args.steps, args.repetitions),
+                                      sort_keys=False))
+    targets = [f"{results}/models/{study}/models.csv" for study in STUDIES.values()]  # rounds append theirs
     cmd = [str(Path(sys.executable).with_name("perfsweep")), "run", str(cfgfile), "--cores", str(args.cores),
-           "--no-report", "--", "--quiet=all", f"{results}/models/{STUDY}/models.csv"]  # rounds append targets
+           "--no-report", "--", "--quiet=all", *targets]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cfgfile.parent, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"{name}: perfsweep run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+        sys.exit(f"perfsweep run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
     wall = time.perf_counter() - t0
     rounds = proc.stdout.count("perfsweep: round ")
-    print(f"  {name}: measured in {wall:.0f} s" + (f" ({rounds + 1} rounds)" if rounds else ""), flush=True)
-    return results, wall
+    print(f"  measured in {wall:.0f} s" + (f" (the adaptive design: {rounds + 1} rounds)" if rounds else ""),
+          flush=True)
+    return wall
 
 
-def records(results: Path) -> dict[str, list[dict]]:
-    return {cid: list(reps.values()) for cid, reps in study_records(results, STUDY).items()}
+def records(results: Path, name: str) -> dict[str, list[dict]]:
+    return {cid: list(reps.values()) for cid, reps in study_records(results, STUDIES[name]).items()}
 
 
 def region_time(record: dict, region: str) -> float | None:
@@ -129,8 +138,8 @@ def medians(recs: dict[str, list[dict]], region: str = "all") -> dict[str, tuple
     return out
 
 
-def models(results: Path) -> dict[tuple[str, str], Model]:
-    data = json.loads((results / "models" / STUDY / "models.json").read_text())
+def models(results: Path, name: str) -> dict[tuple[str, str], Model]:
+    data = json.loads((results / "models" / STUDIES[name] / "models.json").read_text())
     return {(m["region"], m["metric"]): Model.from_dict(m["model"]) for m in data}
 
 
@@ -143,12 +152,11 @@ def error(model: Model, points: dict[str, tuple[dict, float]]) -> float:
     return float(np.mean(np.abs(model.predict(x) - y) / y))
 
 
-def load(workdir: Path, name: str, wall: float | None) -> dict:
-    results = workdir / name / "results"
-    if not (results / "models" / STUDY / "models.json").is_file():
-        sys.exit(f"{results}: no models of study {STUDY} (not a measurement of bench/designs.py --keep)")
-    recs = records(results)
-    return {"records": recs, "models": models(results), "wall": wall,
+def load(results: Path, name: str) -> dict:
+    if not (results / "models" / STUDIES[name] / "models.json").is_file():
+        sys.exit(f"{results}: no models of study {STUDIES[name]} (not a measurement of bench/designs.py --keep)")
+    recs = records(results, name)
+    return {"records": recs, "models": models(results, name),
             "core_h": sum(core_seconds(r, PROCESS_COUNT) for rs in recs.values() for r in rs) / 3600}
 
 
@@ -171,33 +179,32 @@ def main() -> int:
         meta_path = workdir / "bench.json"
         meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
         print(f"judging the measurement in {workdir} again (nothing is measured): "
-              + (", ".join(f"{k} {meta[k]}" for k in ("steps", "repetitions", "cores", "quick", "load", "measured_at")
-                           if k in meta) if meta else "no bench.json, so its settings and wall times are unknown"))
-        out = {name: load(workdir, name, meta.get("wall", {}).get(name)) for name in DESIGNS}
-        return report(out, records(workdir / "held-out" / "results"))
+              + (", ".join(f"{k} {meta[k]}" for k in ("steps", "repetitions", "cores", "quick", "load", "measured_at",
+                                                      "wall") if k in meta) if meta else "no bench.json, so its "
+                 "settings are unknown"))
+        results = workdir / "results"
+        return report({name: load(results, name) for name in DESIGNS}, records(results, "held-out"))
     args.steps = args.steps or (5 if args.quick else 60)
     args.repetitions = args.repetitions or (2 if args.quick else 3)
     grid, held_grid = (QUICK_GRID, QUICK_HELD_OUT) if args.quick else (GRID, HELD_OUT)
     workdir = Path(args.keep or tempfile.mkdtemp(prefix="perfsweep-designs-"))
     loadavg = os.getloadavg()[0]
-    print(f"ljmd {STUDY}: {' x '.join(str(len(v)) for v in grid.values())} grid{' (quick)' if args.quick else ''}, "
+    print(f"ljmd T(n, m, c): {' x '.join(str(len(v)) for v in grid.values())} grid{' (quick)' if args.quick else ''}, "
           f"k = {args.repetitions}, {args.steps} steps per run, {args.cores} cores, load {loadavg:.1f}; in {workdir}",
           flush=True)
     try:
-        walls = {}
         sparse = yaml.safe_load(args.sparse)
         sparse = {"kind": sparse} if isinstance(sparse, str) else sparse
         start = {k: v for k, v in sparse.items() if k in ("base", "extra")}
-        for name, design in (("full", "full"), ("sparse", sparse), ("adaptive", {**start, "kind": "adaptive"})):
-            _, walls[name] = run(workdir, name, design, grid, args)
-        held_dir, walls["held-out"] = run(workdir, "held-out", "full", held_grid, args)
+        designs = {"full": "full", "sparse": sparse, "adaptive": {**start, "kind": "adaptive"}}
+        wall = run(workdir, designs, grid, held_grid, args)
         (workdir / "bench.json").write_text(json.dumps({
             "steps": args.steps, "repetitions": args.repetitions, "cores": args.cores, "quick": args.quick,
             "sparse": sparse,
             "load": round(loadavg, 1), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "grid": grid, "held_out": held_grid, "wall": walls}, indent=1))
-        out = {name: load(workdir, name, walls[name]) for name in DESIGNS}
-        return report(out, records(held_dir))
+            "grid": grid, "held_out": held_grid, "wall": round(wall)}, indent=1))
+        results = workdir / "results"
+        return report({name: load(results, name) for name in DESIGNS}, records(results, "held-out"))
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -206,12 +213,10 @@ def main() -> int:
 def report(out: dict, held_records: dict) -> int:
     full = out["full"]
     print()
-    print(f"{'design':<9} {'configs':>7} {'runs':>5} {'core-h':>8} {'of full':>8} {'wall s':>7}")
+    print(f"{'design':<9} {'configs':>7} {'runs':>5} {'core-h':>8} {'of full':>8}")
     for name, d in out.items():
         runs = sum(len(rs) for rs in d["records"].values())
-        wall = f"{d['wall']:>7.0f}" if d["wall"] is not None else f"{'-':>7}"
-        print(f"{name:<9} {len(d['records']):>7} {runs:>5} {d['core_h']:>8.4f} "
-              f"{d['core_h'] / full['core_h']:>8.1%} {wall}")
+        print(f"{name:<9} {len(d['records']):>7} {runs:>5} {d['core_h']:>8.4f} {d['core_h'] / full['core_h']:>8.1%}")
     errors: dict[tuple[str, str], dict[str, float]] = {}
     for key in JUDGED:
         region = key[0]

@@ -14,10 +14,10 @@ A sparse or adaptive design measures only a few points off its lines, and only t
 product a*b from a*b + a. Its models are therefore searched without free lower-order terms beside a
 product (``FitOptions.extra_terms = 0``; fit_options): measured with bench/designs.py on ljmd's
 T(n, m, c), sparse designs fitted with them reached the full grid's lead order far more often than
-with the full grid's search (see the README, Designs). One lower-order term is still tried: the
-product without one of its factors, its other exponents tied to the product's (a*b*c + a*c,
-``FitOptions.factor_terms``), which costs one coefficient and no search; without it a part of the
-run time that does not grow with one parameter bent that parameter's exponent (m^(7/4) for m^2).
+with the full grid's search (see the README, Designs). ``FitOptions.factor_terms`` (the product
+without one of its factors beside it, exponents tied: a*b*c + a*c) is not used here: on ljmd's
+measurements it made the run-time models grow like m^2 where they otherwise grow like m^(7/4), but
+it did not meet bench/designs.py's targets more often (README, Designs).
 """
 
 from __future__ import annotations
@@ -50,10 +50,9 @@ def repetitions(sel: pd.DataFrame) -> np.ndarray:
 
 def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP) -> FitOptions:
     """The modeler's options for a study of the design kind (full, sparse, adaptive): negative exponents
-    for the process count; unless the design is a full grid, no free lower-order terms beside a
-    product, only the product without one of its factors (tied exponents)."""
+    for the process count; no lower-order terms beside a product unless the design is a full grid."""
     options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
-    return options if design == "full" else replace(options, extra_terms=0, factor_terms=True)
+    return options if design == "full" else replace(options, extra_terms=0)
 
 
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],

@@ -22,8 +22,7 @@ being compared. ``--keep DIR`` keeps the measurement (DIR/results, DIR/config.ya
 Run length: 60 steps per run by default (was 10): the median configuration (n 600, m 3, c 2) then
 computes about 0.3 s, the largest (1000, 5, 2.5) about 3 s, the smallest about 20 ms (one step count
 serves all configurations: the work grows about 500-fold across the grid). On an idle 2-core machine the
-whole bench takes about 8 min (measured separately: full grid 3.6 min, held-out 1.9 min, sparse 0.7
-min, adaptive 1.1 min with its rounds).
+whole bench takes about 7.5 min (415-453 s on 2026-11-25, the adaptive rounds included).
 
 The models are those of perfsweep's models stage: the sparse and adaptive designs' searched without
 lower-order terms beside a product (perfsweep.modeling.pipeline.fit_options), the full grid's with them.

@@ -83,7 +83,8 @@ class FitOptions:
     negative_params: tuple[str, ...] = ()  # ... or only for these (strong scaling in p)
     candidates: int = 3  # single-parameter terms per parameter carried into the combination step (4+: 2)
     extra_terms: int = 2  # lower-order terms beside a product (a*b + a + b); 0 with 4 or more parameters
-    factor_terms: bool = False  # try a product without one of its factors beside it (a*b*c + a*c), tied
+    factor_terms: bool = False  # try a product without one of its factors beside it (a*b*c + a*c), tied;
+    # off: on ljmd's sparse designs it met the bench's targets no more often (README, Designs)
     penalty: float = 2.0  # per coefficient, times ln(N)
     refine_rounds: int = 3  # coordinate-descent rounds over the exponents of a structure's terms
     refine_structures: int = 3  # the best structures of step 2 whose exponents are refined ...

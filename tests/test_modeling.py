@@ -466,11 +466,11 @@ def test_a_sparse_designs_models_grow_like_the_full_grids_on_measured_data(name)
     assert lead_orders(tied)["m"] == FULL_GRID_LEAD["time"]["m"], format_orders(tied)
 
 
-def test_sparse_designs_find_a_part_that_does_not_grow_with_one_parameter():
+def test_factor_terms_find_a_part_that_does_not_grow_with_one_parameter():
     """T = 0.02 + 2e-7 n m^2 c^3 + 3e-7 n c^3 (work per molecule pair with and without its sites, as in
     ljmd) measured with 3 % noise on the default config's sparse design (lines through the centre, the 8
-    corners): with the product without one factor tried beside it (FitOptions.factor_terms, as the models
-    stage fits sparse designs) the model grows like m^2 and extrapolates to n 1200-1400, m 6-7,
+    corners): with the product without one factor tried beside it (FitOptions.factor_terms, an option
+    the models stage leaves off) the model grows like m^2 and extrapolates to n 1200-1400, m 6-7,
     c 2.75-3; a single product bends m to m^(7/4) and predicts several times worse there."""
     from dataclasses import replace
 

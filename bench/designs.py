@@ -67,7 +67,6 @@ from perfsweep.modeling import Model
 from perfsweep.modeling.compare import format_orders, judge_lead, same_lead_order
 from perfsweep.records import study_records
 
-REPO = Path(__file__).resolve().parents[1]
 STUDIES = {"full": "T_full", "sparse": "T_sparse", "adaptive": "T_adaptive", "held-out": "T_held_out"}
 GRID = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
 HELD_OUT = {"n": [1200, 1400], "m": [6, 7], "c": [2.75, 3.0]}

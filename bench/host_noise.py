@@ -27,14 +27,11 @@ import statistics
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-import yaml
-
-from perfsweep.config import SweepConfig, load_config
+from perfsweep.config import REPO_ROOT, SweepConfig, load_config, load_config_file
 from perfsweep.runner import RunSpec, execute
 
-DEFAULT = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+DEFAULT = load_config_file(REPO_ROOT / "config" / "config.yaml")  # its launcher and ljmd steps
 
 PROBE_ITERATIONS = 300_000  # the pure-Python loop: 19-50 ms here, by the moment
 PROBES_PER_RUN = 3
@@ -45,7 +42,7 @@ def sweep_config(steps: int, n: int, m: int, results: str) -> SweepConfig:
     at this run length (its first configuration is measured)."""
     return load_config({
         "app": {"name": "ljmd", "args": {"steps": steps}},
-        "launcher": DEFAULT["launcher"],
+        "launcher": DEFAULT.launcher,
         "parameters": {"n": n, "m": m, "d": 0.5, "c": 2.0, "p": 1},
         "results": results,
         "studies": {"noise": {"vary": {"c": [2.0, 2.25]}}},  # a study varies >= 2 values; c = 2 is measured
@@ -68,7 +65,7 @@ def cv(values: list[float]) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=DEFAULT["app"]["args"]["steps"],
+    ap.add_argument("--steps", type=int, default=DEFAULT.app["args"]["steps"],
                     help="ljmd steps (default: the default config's)")
     ap.add_argument("--n", type=int, default=400)
     ap.add_argument("--m", type=int, default=4)

@@ -1,6 +1,5 @@
 import itertools
 import json
-import warnings
 from fractions import Fraction
 from pathlib import Path
 

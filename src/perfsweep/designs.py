@@ -194,20 +194,14 @@ def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[i
     feats = interaction_features(vary, base, cand)
     nearness = np.abs(_position(vary, base, cand)).sum(axis=1)
     chosen: list[tuple[int, ...]] = []
-    basis: list[np.ndarray] = []
     picked = np.zeros((0, feats.shape[1]))  # the chosen points' interaction features
     for _ in range(min(design.extra, len(cand))):
-        resid = feats.copy()
-        for b in basis:
-            resid -= np.outer(resid @ b, b)
-        crit = np.linalg.norm(resid, axis=1)
-        if basis and crit.max() <= 1e-9:  # spanned: where the interaction estimates are least certain
-            crit = np.einsum("ij,jk,ik->i", feats, np.linalg.pinv(picked.T @ picked), feats)
+        info = np.linalg.pinv(picked.T @ picked)  # zero before the first point
+        crit = np.linalg.norm(feats - feats @ (picked.T @ picked) @ info, axis=1)  # the part not spanned
+        if len(picked) and crit.max() <= 1e-9:  # spanned: where the interaction estimates are least certain
+            crit = np.einsum("ij,jk,ik->i", feats, info, feats)
         order = np.lexsort((nearness, -np.round(crit, 9)))  # largest criterion, then nearest the base
         pick = int(order[0])
-        norm = np.linalg.norm(resid[pick])
-        if norm > 1e-9:
-            basis.append(resid[pick] / norm)
         picked = np.vstack([picked, feats[pick]])
         chosen.append(tuple(int(v) for v in cand[pick]))
         keep = np.ones(len(cand), bool)

@@ -806,9 +806,10 @@ class _Fit:
                          np.c_[sub.param, np.where(keep, sub.param, -1)], np.c_[sub.sel, np.where(keep, sub.sel, 0)],
                          sub.score.copy())
             g.score = self.entry_scores(g)
+            must = self.must_order(g)  # (of the structure: the same in every round)
             for _ in range(self.opts.refine_rounds):
                 before = g.score.copy()
-                pick, score = self.slot_step(g, slot, self.must_order(g))
+                pick, score = self.slot_step(g, slot, must)
                 better = score < g.score
                 g.sel[better, slot], g.score[better] = pick[better], score[better]
                 for j in range(width):

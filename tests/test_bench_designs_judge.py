@@ -114,3 +114,35 @@ def test_fitted_models_of_different_laws_are_judged_different():
     assert dominant_parameters(a) == {"n", "m"} and dominant_parameters(b) == {"n", "c"}
     assert not same_lead_order(a, b)
     assert same_lead_order(a, fit_model(grid, 2e-3 * grid[:, 0] * grid[:, 1] ** 2 * noise[::-1], NAMES))
+
+
+def fitted_on(fitted: Model, **ranges) -> Model:
+    """``fitted`` with points spanning ``ranges`` (name=(lo, hi)) in its parameters: its measured range."""
+    lo_hi = [ranges.get(name, (1.0, 1.0)) for name in fitted.param_names]
+    fitted.points = np.array([[lo for lo, _ in lo_hi], [hi for _, hi in lo_hi]], dtype=float)
+    return fitted
+
+
+def test_lead_orders_are_compared_by_their_growth_over_the_measured_range():
+    over_n = {"n": (200.0, 1000.0)}
+    # n^(3/4) log2(n)^2 grows like n^1.08 over n = 200-1000: closer to n than n^(5/4) is
+    assert same_lead_order(fitted_on(model(term(n=("1", 0))), **over_n), model(term(n=("3/4", 2))))
+    assert same_lead_order(fitted_on(model(term(n=("2/3", 2))), **over_n), model(term(n=("1", 0))))
+    assert not same_lead_order(fitted_on(model(term(n=("1", 0))), **over_n), model(term(n=("1", 2))))  # n^1.33
+    assert not same_lead_order(fitted_on(model(term(n=("1", 0))), **over_n), model(term(n=("3/2", 0))))
+    # over p = 2-1024 one power of log2 grows like p^0.37: p and p log2(p) differ there
+    wide = fitted_on(model(term(n=("1", 0))), n=(2.0, 1024.0))
+    assert not same_lead_order(wide, model(term(n=("1", 1))))
+    # without points, or over a range from 1 (log2(1) = 0), the exponents as written
+    assert not same_lead_order(model(term(n=("1", 0))), model(term(n=("3/4", 2))))
+    assert same_lead_order(model(term(n=("1", 0))), model(term(n=("1", 1))))
+    from_one = fitted_on(model(term(m=("2", 0))), m=(1.0, 5.0))
+    assert same_lead_order(from_one, model(term(m=("7/4", 1)))) and not same_lead_order(from_one, model(term(m=("3/2", 1))))
+
+
+def test_growth_is_the_power_that_grows_as_much():
+    from perfsweep.modeling.compare import growth
+
+    assert growth((Fraction(5, 2), 0), 200, 1000) == 2.5
+    g = growth((Fraction(3, 4), 2), 200, 1000)
+    assert (1000 / 200) ** g == pytest.approx(1000 ** 0.75 * math.log2(1000) ** 2 / (200 ** 0.75 * math.log2(200) ** 2))

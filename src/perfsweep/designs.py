@@ -357,7 +357,7 @@ def _fit(x, y, names, processes):
     import warnings
 
     from perfsweep.modeling import ModelingError, fit_model
-    from perfsweep.modeling.pipeline import fit_options
+    from perfsweep.modeling.pipeline import fit_options, power_parameters
 
     if len(x) < 2:
         return None
@@ -366,7 +366,8 @@ def _fit(x, y, names, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fit_model(np.array(x), ys, names, options=fit_options(processes, "adaptive"))
+            options = fit_options(processes, "adaptive", power_params=power_parameters(x, names, processes))
+            return fit_model(np.array(x), ys, names, options=options)
         except ModelingError:
             return None
 

@@ -81,10 +81,9 @@ class FewValuesWarning(UserWarning):
 class FitOptions:
     negative_exponents: bool = False  # add x^-1/2 .. x^-2 for every parameter
     negative_params: tuple[str, ...] = ()  # ... or only for these (strong scaling in p)
+    power_params: tuple[str, ...] = ()  # parameters searched with powers only, no log2 factors
     candidates: int = 3  # single-parameter terms per parameter carried into the combination step (4+: 2)
     extra_terms: int = 2  # lower-order terms beside a product (a*b + a + b); 0 with 4 or more parameters
-    factor_terms: bool = False  # try a product without one of its factors beside it (a*b*c + a*c), tied;
-    # off: on ljmd's sparse designs it met the bench's targets no more often (README, Designs)
     penalty: float = 2.0  # per coefficient, times ln(N)
     refine_rounds: int = 3  # coordinate-descent rounds over the exponents of a structure's terms
     refine_structures: int = 3  # the best structures of step 2 whose exponents are refined ...
@@ -142,7 +141,8 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         # the terms may also have negative coefficients
         kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
         groups.setdefault(kind, []).append((i, checked / scale, scale))
-    pairs = [_pairs(opts.negative_exponents or name in opts.negative_params) for name in names]
+    pairs = [_pairs(opts.negative_exponents or name in opts.negative_params, name not in opts.power_params)
+             for name in names]
     rng = np.random.default_rng(opts.seed)
     for (weighting, positive), sets in groups.items():
         o = replace(opts, weighting=weighting, positive=positive)
@@ -285,8 +285,8 @@ def _noise(y: np.ndarray, weighting: str) -> float:
 
 
 @lru_cache(maxsize=8)
-def _pairs(negative: bool) -> tuple:
-    return tuple(exponent_pairs(negative))
+def _pairs(negative: bool, logs: bool = True) -> tuple:
+    return tuple(exponent_pairs(negative, logs))
 
 
 def _term_values(col: np.ndarray, pairs) -> np.ndarray:
@@ -782,59 +782,6 @@ class _Fit:
             grown.append(g.take(keep))
         return _Entries.concat(grown)
 
-    def drop_factor(self, en: "_Entries") -> "_Entries":
-        """Per entry and per factor of its terms of several parameters: the entry with that term
-        without the factor added as a lower-order term, its other factors' exponents tied to the
-        product's (a*b*c + a*c), then the exponents chosen anew: the dropped factor's in the product,
-        and every tied pair together. What does not grow with one parameter at all (ljmd's work per
-        molecule pair that no site adds) otherwise bends that parameter's exponent (m^(7/4) where
-        it is m^2 plus a part without m); the tied term costs one coefficient and no search over
-        exponents of its own, so it suits designs with few points off their lines
-        (FitOptions.factor_terms)."""
-        out = []
-        width = en.sel.shape[1]
-        for slot in range(width):
-            t = en.term[:, slot]
-            size = np.sum((en.term == t[:, None]) & (t[:, None] >= 0), axis=1)
-            act = np.flatnonzero((t >= 0) & (size >= 2))
-            if not len(act):
-                continue
-            sub = en.take(act)
-            keep = (sub.term == sub.term[:, slot][:, None]) & (np.arange(width) != slot)  # the rest, tied
-            new_t = sub.term.max(axis=1) + 1
-            g = _Entries(sub.row, np.c_[sub.term, np.where(keep, new_t[:, None], -1)],
-                         np.c_[sub.param, np.where(keep, sub.param, -1)], np.c_[sub.sel, np.where(keep, sub.sel, 0)],
-                         sub.score.copy())
-            g.score = self.entry_scores(g)
-            must = self.must_order(g)  # (of the structure: the same in every round)
-            for _ in range(self.opts.refine_rounds):
-                before = g.score.copy()
-                pick, score = self.slot_step(g, slot, must)
-                better = score < g.score
-                g.sel[better, slot], g.score[better] = pick[better], score[better]
-                for j in range(width):
-                    self.tied_step(g, j, width + j, keep[:, j])
-                if not np.any(g.score < before):
-                    break
-            out.append(g.take(np.isfinite(g.score)))
-        return _Entries.concat(out) if out else en.take(np.zeros(0, int))
-
-    def tied_step(self, en: "_Entries", s1: int, s2: int, tied: np.ndarray) -> None:
-        """Move slots ``s1`` and ``s2`` (the same parameter, tied) together to their best common pair,
-        in place, for the entries where ``tied``."""
-        for k in range(self.q):
-            e = np.flatnonzero(tied & (en.param[:, s1] == k))
-            if not len(e):
-                continue
-            count = len(self.pairs[k])
-            trial = en.take(np.repeat(e, count))  # (a copy)
-            trial.sel[:, s1] = trial.sel[:, s2] = np.tile(np.arange(count), len(e))
-            score = self.entry_scores(trial).reshape(len(e), count)
-            best = np.argmin(score, axis=1)
-            better = score[np.arange(len(e)), best] < en.score[e]
-            en.sel[e[better], s1] = en.sel[e[better], s2] = best[better]
-            en.score[e[better]] = score[better, best[better]]
-
     def promising(self, en: "_Entries") -> "_Entries":
         """The entries whose weighted RSS is within ``_MARGIN`` times their call path's best (and one
         coefficient's penalty): those that refinement can still make the best."""
@@ -870,8 +817,6 @@ class _Fit:
                 first = _Entries.concat([first, rest])
             en = first
         self.pool = en.unique()  # every candidate the search reached (seeds the resamples' selection)
-        if self.opts.factor_terms:  # (not in the pool: refining a resample's pool would untie them)
-            en = _Entries.concat([en, self.drop_factor(self.best_per_row(en, _POLISH))])
         out: list[Model | None] = [None] * self.m
         self.finish(self.best_per_row(en), out)
         return out  # type: ignore[return-value]
@@ -890,9 +835,6 @@ class _Fit:
         pool = _Entries.concat([own, seed])
         best = self.best_per_row(pool)
         self.refine(best)
-        if self.opts.factor_terms:  # as models() does, from the best few
-            tied = self.drop_factor(self.best_per_row(_Entries.concat([best, pool]), _POLISH))
-            best = self.best_per_row(_Entries.concat([best, tied]))
         out: list[Model | None] = [None] * self.m
         self.finish(best, out)
         return out  # type: ignore[return-value]

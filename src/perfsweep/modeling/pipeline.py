@@ -11,13 +11,13 @@ that select the same lead terms (``lead_share``), the most frequent other lead (
 come with a 90 % interval (``low``, ``high``).
 
 A sparse or adaptive design measures only a few points off its lines, and only those points tell a
-product a*b from a*b + a. Its models are therefore searched without free lower-order terms beside a
-product (``FitOptions.extra_terms = 0``; fit_options): measured with bench/designs.py on ljmd's
-T(n, m, c), sparse designs fitted with them reached the full grid's lead order far more often than
-with the full grid's search (see the README, Designs). ``FitOptions.factor_terms`` (the product
-without one of its factors beside it, exponents tied: a*b*c + a*c) is not used here: on ljmd's
-measurements it made the run-time models grow like m^2 where they otherwise grow like m^(7/4), but
-it did not meet bench/designs.py's targets more often (README, Designs).
+product a*b from a*b + a. Its models are therefore searched with one lower-order term beside a product
+(``FitOptions.extra_terms = 1``; a full grid's with two): enough for what does not grow with one
+parameter at all (ljmd's work per molecule pair that no site adds: n c^3 (alpha + beta m^2)), which a
+single product bends (m^(7/4) instead of m^2), and not so many that the few points off the lines
+choose between them by noise. Parameters that are not counts, and counts measured at 1 other than the
+process count, are searched with powers only (power_parameters). Measured with bench/designs.py on
+ljmd's T(n, m, c) (README, Designs).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
 
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
 UNMODELLED = ("other", "total")
+SPARSE_EXTRA_TERMS = 1  # lower-order terms beside a product in a sparse or adaptive design's models
 BOOTSTRAP = 40  # resamples per model: enough for the lead share (+-0.08) and a 90 % interval
 LEVEL = 0.9
 
@@ -48,11 +49,31 @@ def repetitions(sel: pd.DataFrame) -> np.ndarray:
     return np.array([r + [np.nan] * (width - len(r)) if r else [np.nan] * width for r in rows])
 
 
-def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP) -> FitOptions:
+def power_parameters(x, names: list[str], processes: str = PROCESS_COUNT) -> tuple[str, ...]:
+    """The parameters whose models get powers only, no log2 factors:
+
+    - a parameter with a value that is not a whole number: a quantity in a unit (a cut-off of 1.5
+      sigma, a density of 0.84), not a count. x^i stays x^i in any unit (the unit goes into the
+      coefficient), but log2(x) depends on it, and near 1 it is nearly 0, so x^i log2(x)^j there grows
+      far faster than any of the search's powers (c^(3/4) log2(c)^2 like c^3.9 over c = 1.5-2.5);
+    - a count measured at 1 (below 2), except the process count: log2(1) = 0, so a term with a log2
+      factor vanishes at the smallest value, and over values from 1 it passes for a power with an
+      offset (m^(3/2) log2(m) is within 8 % of m^2 - 1 over m = 2-5): the search's choice between such
+      twins is the noise's. A log2(p) cost (a tree of messages) is zero in one process by nature, so
+      the process count keeps its log factors.
+    """
+    x = np.asarray(x, dtype=float)
+    return tuple(name for k, name in enumerate(names)
+                 if np.any(x[:, k] != np.round(x[:, k])) or (name != processes and np.min(x[:, k]) < 2))
+
+
+def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP,
+                power_params: tuple[str, ...] = ()) -> FitOptions:
     """The modeler's options for a study of the design kind (full, sparse, adaptive): negative exponents
-    for the process count; no lower-order terms beside a product unless the design is a full grid."""
-    options = FitOptions(negative_params=(processes,), bootstrap=bootstrap)
-    return options if design == "full" else replace(options, extra_terms=0)
+    for the process count; powers only (no log2 factors) for ``power_params`` (see power_parameters);
+    one lower-order term beside a product (SPARSE_EXTRA_TERMS) unless the design is a full grid."""
+    options = FitOptions(negative_params=(processes,), power_params=power_params, bootstrap=bootstrap)
+    return options if design == "full" else replace(options, extra_terms=SPARSE_EXTRA_TERMS)
 
 
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
@@ -61,8 +82,9 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind (fit_options)."""
-    options = fit_options(processes, design, bootstrap)
+    options of the study's design kind (fit_options), powers only in its parameters that are not counts
+    (power_parameters)."""
+    options = fit_options(processes, design, bootstrap, power_parameters(agg[varied], varied, processes))
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics

@@ -23,12 +23,13 @@ EXTRAP_PAIRS: tuple[tuple[Fraction, int], ...] = tuple(
 ) + ((Fraction(0), 0),)
 
 
-def exponent_pairs(negative: bool = False) -> list[tuple[Fraction, int]]:
-    """Extra-P's 42 pairs (the constant (0, 0) included); with ``negative`` also x^(-1/2) .. x^(-2)."""
+def exponent_pairs(negative: bool = False, logs: bool = True) -> list[tuple[Fraction, int]]:
+    """Extra-P's 42 pairs (the constant (0, 0) included); with ``negative`` also x^(-1/2) .. x^(-2);
+    without ``logs`` only the pure powers (j = 0)."""
     pairs = [p for p in EXTRAP_PAIRS if p != (Fraction(0), 0)]
     if negative:
         pairs += [(Fraction(i), 0) for i in _NEGATIVE] + [(Fraction(i), 1) for i in _NEGATIVE[:2]]
-    return pairs
+    return pairs if logs else [p for p in pairs if p[1] == 0]
 
 
 @dataclass(frozen=True, order=True)

@@ -22,10 +22,11 @@ being compared. ``--keep DIR`` keeps the measurement (DIR/results, DIR/config.ya
 Run length: 60 steps per run by default (was 10): the median configuration (n 600, m 3, c 2) then
 computes about 0.3 s, the largest (1000, 5, 2.5) about 3 s, the smallest about 20 ms (one step count
 serves all configurations: the work grows about 500-fold across the grid). On an idle 2-core machine the
-whole bench takes about 7.5 min (415-453 s on 2026-11-25, the adaptive rounds included).
+whole bench takes about 6-7.5 min (354-453 s on 2026-11-25, the adaptive rounds included).
 
-The models are those of perfsweep's models stage: the sparse and adaptive designs' searched without
-lower-order terms beside a product (perfsweep.modeling.pipeline.fit_options), the full grid's with them.
+The models are those of perfsweep's models stage: the sparse and adaptive designs' searched with one
+lower-order term beside a product, the full grid's with two; m (a count from 1) and c (a cut-off in
+sigma) with powers only (perfsweep.modeling.pipeline.fit_options, power_parameters).
 
 Printed: per design the configurations, runs and core-hours (the records' wall time x processes)
 with the share of the full grid's; for the run-time model (region all, metric time) and the dominant
@@ -40,8 +41,8 @@ Targets (issue 17), for the sparse design: at most 25 % of the full grid's core-
 dominant terms; held-out errors within 1.5x of the full grid's. "Same dominant terms" is judged, for
 both judged models, by perfsweep.modeling.compare.judge_lead, a rule fixed before this measurement
 (see that module): the exact comparison of the lead strings is printed, and the verdict is PASS when
-the lead orders agree (same dominant parameters; per parameter the polynomial exponents within 1/4 and
-the log exponents within one power), INCONCLUSIVE when they do not but the full grid cannot decide its
+the lead orders agree (same dominant parameters; per parameter the growth over the grid's range within
+a power of 1/4: n^(3/4) log2(n)^2 grows like n^1.08 over n = 200-1000), INCONCLUSIVE when they do not but the full grid cannot decide its
 own lead order (fewer than half of its resampled models agree with it) and at least 1/10 of them agree
 with the sparse design's, FAIL otherwise. The exit status is 0 only if every sparse target passes.
 """

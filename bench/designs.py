@@ -42,9 +42,10 @@ dominant terms; held-out errors within 1.5x of the full grid's. "Same dominant t
 both judged models, by perfsweep.modeling.compare.judge_lead, a rule fixed before this measurement
 (see that module): the exact comparison of the lead strings is printed, and the verdict is PASS when
 the lead orders agree (same dominant parameters; per parameter the growth over the grid's range within
-a power of 1/4: n^(3/4) log2(n)^2 grows like n^1.08 over n = 200-1000), INCONCLUSIVE when they do not but the full grid cannot decide its
-own lead order (fewer than half of its resampled models agree with it) and at least 1/10 of them agree
-with the sparse design's, FAIL otherwise. The exit status is 0 only if every sparse target passes.
+a power of 1/4: n^(3/4) log2(n)^2 grows like n^1.08 over n = 200-1000), INCONCLUSIVE when they do not
+but the full grid cannot decide its own lead order (fewer than half of its resampled models agree with
+it) and at least 1/10 of them agree with the sparse design's, FAIL otherwise. The exit status is 0 only
+if every sparse target passes.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from a paper). Two lead orders agree when
    log factor is unbounded there), the exponents are compared as written: powers within 1/4, log
    exponents within ``LOG_TOLERANCE`` (one power of log2, the neighbours in 0, 1, 2).
 
-Until 2026-11-25 17:10 the rule compared the exponents as written everywhere; it judged n^1 and
+Until 2026-11-25 17:15 the rule compared the exponents as written everywhere; it judged n^1 and
 n^(3/4) log2(n)^2 different over n = 200-1000, where they differ less than n^1 and n^(5/4).
 
 judge_lead adds the full grid's own uncertainty: how many of its resampled models agree (by the same

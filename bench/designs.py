@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from perfsweep.apps.registry import PROCESS_COUNT
@@ -120,22 +121,11 @@ def records(results: Path, name: str) -> dict[str, list[dict]]:
     return {cid: list(reps.values()) for cid, reps in study_records(results, STUDIES[name]).items()}
 
 
-def region_time(record: dict, region: str) -> float | None:
-    """The run's time of a region: the record's time for ``all``, else the maximum over its ranks."""
-    if region == "all":
-        return record["time"]
-    times = [r["regions"][region]["time"] for r in record.get("ranks") or [] if region in (r.get("regions") or {})]
-    return max(times) if times else None
-
-
-def medians(recs: dict[str, list[dict]], region: str = "all") -> dict[str, tuple[dict, float]]:
-    """config id -> (parameters, median time of the region in its good runs)."""
-    out = {}
-    for cid, rs in recs.items():
-        ok = [t for t in (region_time(r, region) for r in rs if r["status"] == "ok") if t is not None]
-        if ok:
-            out[cid] = (rs[0]["parameters"], float(np.median(ok)))
-    return out
+def medians(results: Path, name: str, key: tuple[str, str]) -> dict[str, tuple[dict, float]]:
+    """config id -> (parameters, median) of a (region, metric) of a study: the aggregate stage's table."""
+    agg = pd.read_csv(results / "tables" / STUDIES[name] / "aggregate.csv")
+    sel = agg[(agg["region"] == key[0]) & (agg["metric"] == key[1])]
+    return {row["config_id"]: ({k: row[k] for k in GRID}, float(row["median"])) for _, row in sel.iterrows()}
 
 
 def models(results: Path, name: str) -> dict[tuple[str, str], Model]:
@@ -182,8 +172,7 @@ def main() -> int:
               + (", ".join(f"{k} {meta[k]}" for k in ("steps", "repetitions", "cores", "quick", "load", "measured_at",
                                                       "wall") if k in meta) if meta else "no bench.json, so its "
                  "settings are unknown"))
-        results = workdir / "results"
-        return report({name: load(results, name) for name in DESIGNS}, records(results, "held-out"))
+        return judge(workdir / "results")
     args.steps = args.steps or (5 if args.quick else 60)
     args.repetitions = args.repetitions or (2 if args.quick else 3)
     grid, held_grid = (QUICK_GRID, QUICK_HELD_OUT) if args.quick else (GRID, HELD_OUT)
@@ -203,14 +192,18 @@ def main() -> int:
             "sparse": sparse,
             "load": round(loadavg, 1), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "grid": grid, "held_out": held_grid, "wall": round(wall)}, indent=1))
-        results = workdir / "results"
-        return report({name: load(results, name) for name in DESIGNS}, records(results, "held-out"))
+        return judge(workdir / "results")
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def report(out: dict, held_records: dict) -> int:
+def judge(results: Path) -> int:
+    """Print the designs' figures and verdicts from a measurement's results directory; the exit status."""
+    return report({name: load(results, name) for name in DESIGNS}, results)
+
+
+def report(out: dict, results: Path) -> int:
     full = out["full"]
     print()
     print(f"{'design':<9} {'configs':>7} {'runs':>5} {'core-h':>8} {'of full':>8}")
@@ -220,8 +213,8 @@ def report(out: dict, held_records: dict) -> int:
     errors: dict[tuple[str, str], dict[str, float]] = {}
     for key in JUDGED:
         region = key[0]
-        held = medians(held_records, region)
-        grid_points = medians(full["records"], region)
+        held = medians(results, "held-out", key)
+        grid_points = medians(results, "full", key)
         title = "run-time model" if region == "all" else "dominant region's model"
         print(f"\n{title} T(n, m, c) (region {region}, metric {key[1]}); held-out error = mean |pred - median| / "
               f"median at the {len(held)} points beyond the grid")

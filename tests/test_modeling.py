@@ -445,7 +445,7 @@ def test_a_sparse_designs_models_grow_like_the_full_grids_on_measured_data(name)
     step/forces and run-time models reach a full grid's lead orders (compare.orders_agree over the
     grid's range), and the step/forces model has the part of the work that no site adds (the work per
     molecule pair) as a lower-order term without m."""
-    from perfsweep.modeling.compare import format_orders, lead_orders, orders_agree
+    from perfsweep.modeling.compare import format_orders, lead_orders, measured_ranges, orders_agree
     from perfsweep.modeling.pipeline import fit_options, fit_study_models
 
     assert fit_options("p", "sparse").extra_terms == fit_options("p", "adaptive").extra_terms == 1
@@ -454,9 +454,9 @@ def test_a_sparse_designs_models_grow_like_the_full_grids_on_measured_data(name)
     _, models, _ = fit_study_models(agg, "T_n_m_c", ["n", "m", "c"], {}, "p", bootstrap=0, design="sparse")
     assert {m["design"] for m in models} == {"sparse"}
     found = {e["region"]: Model.from_dict(e["model"]) for e in models}
-    ranges = {"n": (200.0, 1000.0), "m": (1.0, 5.0), "c": (1.5, 2.5)}
     for region, key in (("step/forces", "forces"), ("all", "time")):
-        assert orders_agree(lead_orders(found[region]), FULL_GRID_LEAD[key], ranges=ranges), format_orders(found[region])
+        model = found[region]
+        assert orders_agree(lead_orders(model), FULL_GRID_LEAD[key], ranges=measured_ranges(model)), format_orders(model)
     forces = found["step/forces"]
     assert len(forces.terms) == 2 and any(all(f.param != 1 for f in t.factors) for t in forces.terms), str(forces)
 
@@ -469,21 +469,22 @@ def test_one_lower_order_term_finds_a_part_that_does_not_grow_with_one_parameter
     product bends m to m^(7/4) and predicts several times worse there."""
     from dataclasses import replace
 
+    from perfsweep.config import load_config
     from perfsweep.modeling.compare import lead_orders
-    from perfsweep.modeling.pipeline import fit_options, power_parameters
+    from perfsweep.modeling.pipeline import fit_options
 
     values = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
-    points = {(600, 3, 2.0)}
-    for k, vals in enumerate(values.values()):
-        points |= {(600, 3, 2.0)[:k] + (v,) + (600, 3, 2.0)[k + 1:] for v in vals}
-    points |= set(itertools.product(*[(v[0], v[-1]) for v in values.values()]))
-    x = np.array(sorted(points), float)
+    study = load_config({"app": {"name": "ljmd"}, "parameters": {"n": 600, "m": 3, "d": 0.5, "c": 2.0, "p": 1},
+                         "studies": {"s": {"vary": values, "design": {"kind": "sparse", "base": "centre", "extra": 8}}}
+                         }).study("s")
+    x = np.array([[c.params[k] for k in values] for c in study.configurations()], float)
+    assert len(x) == 21
     beyond = np.array(list(itertools.product([1200, 1400], [6, 7], [2.75, 3.0])), float)
 
     def truth(p):
         return 0.02 + 2e-7 * p[:, 0] * p[:, 1] ** 2 * p[:, 2] ** 3 + 3e-7 * p[:, 0] * p[:, 2] ** 3
 
-    options = fit_options("p", "sparse", bootstrap=0, power_params=power_parameters(x, ["n", "m", "c"], "p"))
+    options = fit_options("p", "sparse", bootstrap=0, points=x, names=["n", "m", "c"])
     squares, errors = {1: 0, 0: 0}, {1: [], 0: []}
     for seed in range(8):
         reps = truth(x)[:, None] * (1 + np.random.default_rng(seed).uniform(-0.03, 0.03, (len(x), 3)))

@@ -196,8 +196,9 @@ def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[i
     chosen: list[tuple[int, ...]] = []
     picked = np.zeros((0, feats.shape[1]))  # the chosen points' interaction features
     for _ in range(min(design.extra, len(cand))):
-        info = np.linalg.pinv(picked.T @ picked)  # zero before the first point
-        crit = np.linalg.norm(feats - feats @ (picked.T @ picked) @ info, axis=1)  # the part not spanned
+        gram = picked.T @ picked
+        info = np.linalg.pinv(gram)  # zero before the first point
+        crit = np.linalg.norm(feats - feats @ gram @ info, axis=1)  # the part not spanned
         if len(picked) and crit.max() <= 1e-9:  # spanned: where the interaction estimates are least certain
             crit = np.einsum("ij,jk,ik->i", feats, info, feats)
         order = np.lexsort((nearness, -np.round(crit, 9)))  # largest criterion, then nearest the base
@@ -357,7 +358,7 @@ def _fit(x, y, names, processes):
     import warnings
 
     from perfsweep.modeling import ModelingError, fit_model
-    from perfsweep.modeling.pipeline import fit_options, power_parameters
+    from perfsweep.modeling.pipeline import fit_options
 
     if len(x) < 2:
         return None
@@ -366,7 +367,7 @@ def _fit(x, y, names, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            options = fit_options(processes, "adaptive", power_params=power_parameters(x, names, processes))
+            options = fit_options(processes, "adaptive", points=x, names=names)
             return fit_model(np.array(x), ys, names, options=options)
         except ModelingError:
             return None

@@ -68,11 +68,13 @@ def power_parameters(x, names: list[str], processes: str = PROCESS_COUNT) -> tup
 
 
 def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP,
-                power_params: tuple[str, ...] = ()) -> FitOptions:
-    """The modeler's options for a study of the design kind (full, sparse, adaptive): negative exponents
-    for the process count; powers only (no log2 factors) for ``power_params`` (see power_parameters);
-    one lower-order term beside a product (SPARSE_EXTRA_TERMS) unless the design is a full grid."""
-    options = FitOptions(negative_params=(processes,), power_params=power_params, bootstrap=bootstrap)
+                points=None, names: list[str] | None = None) -> FitOptions:
+    """The modeler's options for a study of the design kind (full, sparse, adaptive) measured at
+    ``points`` (N x len(names)): negative exponents for the process count; powers only (no log2
+    factors) for the parameters power_parameters names; one lower-order term beside a product
+    (SPARSE_EXTRA_TERMS) unless the design is a full grid."""
+    powers = power_parameters(points, names, processes) if points is not None and names else ()
+    options = FitOptions(negative_params=(processes,), power_params=powers, bootstrap=bootstrap)
     return options if design == "full" else replace(options, extra_terms=SPARSE_EXTRA_TERMS)
 
 
@@ -82,9 +84,8 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind (fit_options), powers only in its parameters that are not counts
-    (power_parameters)."""
-    options = fit_options(processes, design, bootstrap, power_parameters(agg[varied], varied, processes))
+    options of the study's design kind and points (fit_options)."""
+    options = fit_options(processes, design, bootstrap, agg[varied], varied)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics

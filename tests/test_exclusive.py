@@ -48,3 +48,23 @@ def test_exclusive_runs_never_overlap(tmp_path):
 def test_non_exclusive_runs_share_the_cores(tmp_path):
     spans = run_intervals(tmp_path, False)
     assert overlaps(spans) >= 1, spans
+
+
+def test_repetitions_run_in_rounds(tmp_path):
+    """Every configuration's first run before any second one, and so on: the k runs of a configuration
+    sample the machine at k times spread over the sweep, not within seconds of each other."""
+    cfg = {
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"print('ok')\" {{n}}"},
+        "parameters": {"n": 1},
+        "studies": {"a": {"vary": {"n": [1, 2, 3]}}, "b": {"vary": {"n": [4, 5]}, "repetitions": 2}},
+        "repetitions": 3,
+        "results": str(tmp_path / "results"),
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    records = [tmp_path / "results" / "runs" / s / f"n={n}" / f"rep{k}.json"
+               for s, ns, reps in (("a", (1, 2, 3), 3), ("b", (4, 5), 2)) for n in ns for k in range(reps)]
+    snakemake(*records, "--cores", "2", "--configfile", path, cwd=tmp_path)
+    runs = sorted((rec["started_at"], rec["repetition"], rec["study"], rec["config_id"])
+                  for rec in (json.loads(p.read_text()) for p in records))
+    assert [r[1] for r in runs] == sorted(r[1] for r in runs), runs

@@ -97,6 +97,18 @@ def get_run_threads(study):
     return threads
 
 
+# Repetitions in rounds (rule run's priority): every configuration's rep0 runs before any rep1, and so
+# on. The host's speed drifts over seconds to a minute (in bench/designs.py's measurements, runs up to
+# 40 s apart were correlated, runs more than 90 s apart not), so k runs of a configuration back to
+# back share one state of the machine, and k runs spread over the sweep sample k. Priorities stay
+# positive: Snakemake's MILP scheduler maximises their sum.
+TOP_REPETITION = max(REPS.values(), default=1)
+
+
+def get_run_priority(wildcards):
+    return max(TOP_REPETITION - int(wildcards.rep), 1)
+
+
 def get_run_spec(wildcards):
     """The run's full launch spec as deterministic JSON (so a changed launch reruns the run)."""
     cfg = CONFIGS[(wildcards.study, wildcards.config)]

@@ -8,6 +8,8 @@
 # records (written by the runner once every record is written): k times fewer files in the DAG, which
 # is what makes a 77,760-run grid plan fast (bench/planning_scale.py).
 #
+# Repetitions run in rounds: every configuration's rep0 before any rep1 (get_run_priority says why).
+#
 # Locally a run holds every core (config key exclusive:, default true; get_run_threads): measurements
 # never overlap each other or any other job. On SLURM a run of p ranks asks for p tasks and the
 # plugin's mpi resource (get_run_resources); the runner starts the ranks with the cluster launcher
@@ -62,6 +64,7 @@ else:
         conda:
             ENV
         threads: get_run_threads(None)
+        priority: get_run_priority
         retries: SWEEP.retries + 1
         resources:
             attempt=lambda wildcards, attempt: attempt,

@@ -58,6 +58,9 @@ def test_study_fixed_overrides_defaults_and_keeps_vary_order():
         (["studies", "nm", "vary", "m"], [1, 2.5], "x.yaml: studies.nm.vary.m[1]: 2.5 is not a whole number"),
         (["variability", ], {"policy": "maybe"}, "x.yaml: variability.policy: 'maybe' is not one of"),
         (["studies", "nm", "fixed"], {"n": 5}, "x.yaml: studies.nm.fixed.n: parameter is both varied and fixed"),
+        (["modeling"], {"log_factors": ["m", "q"]}, "x.yaml: modeling.log_factors[1]: unknown parameter 'q' (known: "),
+        (["modeling"], {"log_factors": ["m"], "powers_only": ["m", "n"]}, "x.yaml: modeling: m in both log_factors"),
+        (["modeling"], {"logs": ["m"]}, "x.yaml: modeling: unknown key(s) ('logs' was unexpected)"),
     ],
 )
 def test_bad_config_gives_one_line_naming_file_field_value(path, value, expected):

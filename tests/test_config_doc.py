@@ -15,7 +15,7 @@ def test_every_key_is_listed_with_a_meaning():
     text = render(schema)
     keys = [f"`{k}`" for k in schema["properties"]]
     keys += [f"`{k}`" for d in ("app", "study") for k in schema["definitions"][d]["properties"]]
-    for sub in ("variability", "cluster"):
+    for sub in ("variability", "cluster", "modeling"):
         keys += [f"`{sub}.{k}`" for k in schema["properties"].get(sub, {}).get("properties", {})]
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in text.splitlines() if line.startswith("| `")}
     for key in keys:

@@ -509,6 +509,38 @@ def test_quantities_in_a_unit_and_counts_from_one_get_powers_only():
     assert len(exponent_pairs(logs=False)) == 19 and all(j == 0 for _, j in exponent_pairs(logs=False))
 
 
+def test_one_repetition_per_point_is_modelled():
+    """With k = 1 every cell of the aggregate's values column is one number, and read back from CSV
+    the column is numeric: each point's repetition is still its value (it was NaN: no model at all)."""
+    import io
+
+    import pandas as pd
+
+    from perfsweep.modeling.pipeline import repetitions
+
+    agg = pd.read_csv(io.StringIO("median,values\n0.5,0.5\n2,2\n3,\n"))
+    assert agg["values"].dtype.kind == "f"
+    np.testing.assert_array_equal(repetitions(agg), [[0.5], [2.0], [np.nan]])
+    mixed = pd.read_csv(io.StringIO("median,values\n0.5,0.5 0.7\n2,2\n"))
+    np.testing.assert_array_equal(repetitions(mixed), [[0.5, 0.7], [2.0, np.nan]])
+
+
+def test_the_config_overrides_which_parameters_get_powers_only():
+    """modeling: log_factors gives a count from 1 its log2 factors back, powers_only takes them from
+    any parameter: threads t = 1-16 with a reduction tree's cost t log2(t) is found only with them."""
+    from perfsweep.modeling.pipeline import fit_options
+
+    x = grid([1, 2, 4, 8, 16], [200, 400, 600, 800, 1000])
+    assert fit_options("p", points=x, names=["t", "n"]).power_params == ("t",)
+    assert fit_options("p", points=x, names=["t", "n"], modeling={"log_factors": ["t"]}).power_params == ()
+    assert fit_options("p", points=x, names=["t", "n"],
+                       modeling={"log_factors": ["t"], "powers_only": ["n"]}).power_params == ("n",)
+    y = 1e-3 * x[:, 1] + 2e-4 * x[:, 0] * np.log2(x[:, 0]) * x[:, 1]
+    for modeling, logs in (({}, False), ({"log_factors": ["t"]}, True)):
+        model = fit_model(x, y, ["t", "n"], options=fit_options("p", points=x, names=["t", "n"], modeling=modeling))
+        assert any(f.j > 0 for t in model.terms for f in t.factors if f.param == 0) is logs, str(model)
+
+
 def test_a_power_only_parameter_gets_no_log_factor_in_any_term():
     """T = 2e-3 n^(3/4) log2(n)^2 (c + 0.47)^3 (ljmd's pairs within the Verlet reach) with 3 % noise,
     8 times: with c searched as a count, some models take log2(c)^2 (which fits the bend near c = 1.5

@@ -298,6 +298,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     if "{" + p + "}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
         raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
 
+    _check_modeling(source, data["modeling"], sorted({*parameters, *(n for st in studies for n in st.vary)}))
     threads = data["cluster"]["cpus_per_task"]
     if isinstance(threads, str) and threads not in parameters:
         raise ConfigError(source, "cluster.cpus_per_task",
@@ -321,6 +322,17 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         exclusive=bool(data["exclusive"]),
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
+
+
+def _check_modeling(source: str, modeling: dict[str, Any], known: list[str]) -> None:
+    """modeling.log_factors and powers_only name parameters, none of them in both."""
+    for key in ("log_factors", "powers_only"):
+        for i, name in enumerate(modeling.get(key, [])):
+            if name not in known:
+                raise ConfigError(source, f"modeling.{key}[{i}]", f"unknown parameter {name!r} (known: {', '.join(known)})")
+    both = sorted(set(modeling.get("log_factors", [])) & set(modeling.get("powers_only", [])))
+    if both:
+        raise ConfigError(source, "modeling", f"{', '.join(both)} in both log_factors and powers_only")
 
 
 def _repetitions(source: str, where: str, value: Any, data: dict[str, Any]) -> tuple[int, int, dict[str, float]]:

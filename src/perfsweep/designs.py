@@ -297,11 +297,11 @@ def next_round(sweep, results_dir) -> bool:
     added = False
     for study in sweep.studies:
         if study.design.kind == "adaptive":
-            added |= adaptive_round(study, results_dir, sweep.processes)
+            added |= adaptive_round(study, results_dir, sweep.processes, sweep.extra.get("modeling"))
     return added
 
 
-def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT) -> bool:
+def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT, modeling: dict | None = None) -> bool:
     """One decision of an adaptive study, written to its points.json: fit the run time on every
     configuration measured so far; stop (lead terms as in the previous round, budget, rounds, grid
     exhausted) or add the ``per_round`` grid points of largest disagreement. True if points were added."""
@@ -328,7 +328,7 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT) -> bool:
         previous = rounds[-2]["lead"] if len(rounds) >= 2 else None
         model = None
     else:
-        model = _fit(x, y, names, processes)
+        model = _fit(x, y, names, processes, modeling)
         if model is None:
             return False
         entry = {"round": len(rounds), "fitted": fitted, "lead": model.lead(), "model": str(model), "added": []}
@@ -344,7 +344,7 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT) -> bool:
             else "grid exhausted" if not candidates else None)
     entry["stopped"] = stop
     if stop is None:
-        model = model or _fit(x, y, names, processes)
+        model = model or _fit(x, y, names, processes, modeling)
         spread = disagreement(model, np.array([[float(c.params[n]) for n in names] for c in candidates]))
         order = np.argsort(-spread, kind="stable")[:study.design.per_round]
         entry["added"] = [candidates[i].config_id for i in order]
@@ -354,7 +354,7 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT) -> bool:
     return bool(entry["added"])
 
 
-def _fit(x, y, names, processes):
+def _fit(x, y, names, processes, modeling=None):
     import warnings
 
     from perfsweep.modeling import ModelingError, fit_model
@@ -367,7 +367,7 @@ def _fit(x, y, names, processes):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            options = fit_options(processes, "adaptive", points=x, names=names)
+            options = fit_options(processes, "adaptive", points=x, names=names, modeling=modeling)
             return fit_model(np.array(x), ys, names, options=options)
         except ModelingError:
             return None

@@ -17,7 +17,8 @@ rule models:
         varied=lambda wc: STUDIES[wc.study].varied,
         fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},
         processes=SWEEP.processes,
-        design=lambda wc: STUDIES[wc.study].design.kind,  # sparse, adaptive: no lower-order terms
+        design=lambda wc: STUDIES[wc.study].design.kind,  # sparse, adaptive: one lower-order term
+        modeling=SWEEP.extra["modeling"],  # log_factors, powers_only
     log:
         f"{R}/logs/models/{{study}}.log",
     conda:

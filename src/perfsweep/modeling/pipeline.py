@@ -41,10 +41,13 @@ LEVEL = 0.9
 
 
 def repetitions(sel: pd.DataFrame) -> np.ndarray:
-    """N x repetitions (NaN where a point has fewer) from the ``values`` column, else the medians."""
+    """N x repetitions (NaN where a point has fewer) from the ``values`` column, else the medians.
+    (With one repetition everywhere, a CSV reader reads the column as numbers, not as text.)"""
     if "values" not in sel:
         return sel["median"].to_numpy(float)[:, None]
-    rows = [[float(v) for v in str(text).split()] if isinstance(text, str) else [] for text in sel["values"]]
+    rows = [[float(v) for v in str(text).split()] if isinstance(text, str)
+            else [float(text)] if isinstance(text, (int, float, np.number)) and not pd.isna(text) else []
+            for text in sel["values"]]
     width = max(1, max(map(len, rows)))
     return np.array([r + [np.nan] * (width - len(r)) if r else [np.nan] * width for r in rows])
 
@@ -68,24 +71,28 @@ def power_parameters(x, names: list[str], processes: str = PROCESS_COUNT) -> tup
 
 
 def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap: int = BOOTSTRAP,
-                points=None, names: list[str] | None = None) -> FitOptions:
+                points=None, names: list[str] | None = None, modeling: dict | None = None) -> FitOptions:
     """The modeler's options for a study of the design kind (full, sparse, adaptive) measured at
     ``points`` (N x len(names)): negative exponents for the process count; powers only (no log2
-    factors) for the parameters power_parameters names; one lower-order term beside a product
-    (SPARSE_EXTRA_TERMS) unless the design is a full grid."""
-    powers = power_parameters(points, names, processes) if points is not None and names else ()
+    factors) for the parameters power_parameters names, less the config's ``modeling: log_factors``
+    and plus its ``powers_only``; one lower-order term beside a product (SPARSE_EXTRA_TERMS) unless
+    the design is a full grid."""
+    modeling = modeling or {}
+    powers = set(power_parameters(points, names, processes) if points is not None and names else ())
+    powers = (powers - set(modeling.get("log_factors", ()))) | set(modeling.get("powers_only", ()))
+    powers = tuple(n for n in names or () if n in powers)
     options = FitOptions(negative_params=(processes,), power_params=powers, bootstrap=bootstrap)
     return options if design == "full" else replace(options, extra_terms=SPARSE_EXTRA_TERMS)
 
 
 def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: dict[str, Any],
-                     processes: str = PROCESS_COUNT, bootstrap: int = BOOTSTRAP,
-                     design: str = "full") -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
+                     processes: str = PROCESS_COUNT, bootstrap: int = BOOTSTRAP, design: str = "full",
+                     modeling: dict | None = None) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind and points (fit_options)."""
-    options = fit_options(processes, design, bootstrap, agg[varied], varied)
+    options of the study's design kind, points and the config's ``modeling:`` (fit_options)."""
+    options = fit_options(processes, design, bootstrap, agg[varied], varied, modeling)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics

@@ -11,10 +11,12 @@ from perfsweep.stages import PathLike, read, stem
 
 
 def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions: PathLike,
-        varied: list[str], fixed: dict, processes: str, study: str, design: str = "full") -> None:
+        varied: list[str], fixed: dict, processes: str, study: str, design: str = "full",
+        modeling: dict | None = None) -> None:
     from perfsweep.modeling.pipeline import fit_study_models
 
-    tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes, design=design)
+    tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes, design=design,
+                                        modeling=modeling)
     tables.write_table(tab.drop(columns=["latex"]), stem(table), caption=f"Performance models of study {study}")
     with open(models_json, "w") as fh:
         json.dump(mods, fh, indent=1)

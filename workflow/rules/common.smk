@@ -97,11 +97,12 @@ def get_run_threads(study):
     return threads
 
 
-# Repetitions in rounds (rule run's priority): every configuration's rep0 runs before any rep1, and so
-# on. The host's speed drifts over seconds to a minute (in bench/designs.py's measurements, runs up to
-# 40 s apart were correlated, runs more than 90 s apart not), so k runs of a configuration back to
-# back share one state of the machine, and k runs spread over the sweep sample k. Priorities stay
-# positive: Snakemake's MILP scheduler maximises their sum.
+# Repetitions in rounds, by the run jobs' priority: every configuration's rep0 runs before any
+# rep1, and so on. The host's speed drifts over seconds to a minute (in bench/designs.py's
+# measurements, runs up to 40 s apart were correlated, runs more than 90 s apart not), so k runs of a
+# configuration back to back share one state of the machine, and k runs spread over the sweep sample
+# k. Priorities stay positive: Snakemake's MILP scheduler maximises their sum. (No "rule" followed by
+# a colon in this file's comments: Snakemake's linter would take it for a rule beside functions.)
 TOP_REPETITION = max(REPS.values(), default=1)
 
 

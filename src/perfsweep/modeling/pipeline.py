@@ -42,12 +42,11 @@ LEVEL = 0.9
 
 def repetitions(sel: pd.DataFrame) -> np.ndarray:
     """N x repetitions (NaN where a point has fewer) from the ``values`` column, else the medians.
-    (With one repetition everywhere, a CSV reader reads the column as numbers, not as text.)"""
+    (A cell is text, or with one repetition everywhere a number: a CSV reader then reads the column as
+    numbers; str() of either splits into the values.)"""
     if "values" not in sel:
         return sel["median"].to_numpy(float)[:, None]
-    rows = [[float(v) for v in str(text).split()] if isinstance(text, str)
-            else [float(text)] if isinstance(text, (int, float, np.number)) and not pd.isna(text) else []
-            for text in sel["values"]]
+    rows = [[] if pd.isna(cell) else [float(v) for v in str(cell).split()] for cell in sel["values"]]
     width = max(1, max(map(len, rows)))
     return np.array([r + [np.nan] * (width - len(r)) if r else [np.nan] * width for r in rows])
 

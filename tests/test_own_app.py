@@ -79,3 +79,23 @@ def test_readme_own_app_example_runs_as_written(user_dir):
     models = pd.read_csv(results / "models" / "atoms_p" / "models.csv")
     assert set(models["metric"]) == {"time", "steps_per_s"} and models["model"].notna().all()
     assert (results / "report.html").stat().st_size > 0
+
+
+def test_four_parameter_sparse_study_of_an_own_app_gets_its_figures(tmp_path):
+    """A study varying four parameters: the run-time model's figure shows three and holds the fourth
+    at its middle measured value (the figures stage failed on such studies until 2026-11-25)."""
+    (tmp_path / "app.py").write_text("import sys\nv = [float(a) for a in sys.argv[1:]]\n"
+                                     "print(f'time: {0.01 + 0.001 * v[0] * v[1] * v[2] * v[3]}')\n")
+    cfg = {"app": {"command": f"{sys.executable} app.py {{a}} {{b}} {{c}} {{d}}", "time_pattern": "time: ([0-9.e-]+)"},
+           "parameters": {"a": 1, "b": 1, "c": 1, "d": 1}, "repetitions": 2, "results": "results",
+           "studies": {"abcd": {"vary": {"a": [1, 2, 4], "b": [1, 2, 4], "c": [1, 2, 4], "d": [1, 2, 4]},
+                                "design": {"kind": "sparse", "extra": 2}}}}
+    (tmp_path / "four.yaml").write_text(json.dumps(cfg))
+    run = perfsweep("run", "four.yaml", "--no-report", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    figures = tmp_path / "results" / "figures" / "abcd"
+    shown = pd.read_csv(figures / "model.csv")
+    assert list(shown.columns) == ["a", "b", "c", "model_time"]
+    # the model (exact data: 0.01 + 0.001 a b c d) drawn at d = 2, the middle measured value
+    assert abs(shown["model_time"] - (0.01 + 0.002 * shown["a"] * shown["b"] * shown["c"])).max() < 1e-6
+    assert (figures / "model.png").stat().st_size > 0

@@ -194,12 +194,14 @@ class ModelView:
     held: dict[str, float]
 
     @classmethod
-    def of(cls, model: Model) -> "ModelView":
+    def of(cls, model: Model, points: pd.DataFrame | None = None) -> "ModelView":
         """With four or more parameters the first three are shown and the others held at their middle
-        measured value (a value that was measured, not an interpolated one)."""
+        measured value (a value that was measured, not an interpolated one). ``points``: the measured
+        values to show (columns: the parameters and "measured"), by default those the model was fitted to."""
         names = list(model.param_names)
-        points = pd.DataFrame(np.asarray(model.points, dtype=float).reshape(-1, len(names)), columns=names)
-        points["measured"] = np.asarray(model.values, dtype=float)
+        if points is None:
+            points = pd.DataFrame(np.asarray(model.points, dtype=float).reshape(-1, len(names)), columns=names)
+            points["measured"] = np.asarray(model.values, dtype=float)
         shown, rest = names[:3], names[3:]
         held = {n: float(np.sort(points[n].unique())[len(points[n].unique()) // 2]) for n in rest}
         if not held:
@@ -211,11 +213,13 @@ class ModelView:
         return title + (" at " + ", ".join(f"{n} = {v:g}" for n, v in self.held.items()) if self.held else "")
 
 
-def model_figure(model: Model, path: PathLike, title: str, unit: str = "time [s]") -> pd.DataFrame:
-    """The shape of one model over the points it was fitted to: a curve (1 parameter), contour lines
-    (2, seed 001 Fig. 6) or stacked slices (3, Fig. 7). With four or more parameters the first three
-    are drawn and the others held at their middle measured value (named in the title)."""
-    v = ModelView.of(model)
+def model_figure(model: Model, path: PathLike, title: str, unit: str = "time [s]",
+                 points: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The shape of one model over the points it was fitted to (or ``points``, see ModelView.of): a
+    curve (1 parameter), contour lines (2, seed 001 Fig. 6) or stacked slices (3, Fig. 7). With four or
+    more parameters the first three are drawn and the others held at their middle measured value
+    (named in the title)."""
+    v = ModelView.of(model, points)
     title, formula = v.title(title), str(model)
     if len(v.shown) == 1:
         return line(v.f, v.shown[0], v.points, "measured", formula, model.adj_r2, path, title, unit)

@@ -16,7 +16,6 @@ def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: P
     from perfsweep.modeling.model import Model
     from perfsweep.plots import grid as grid_plot
     from perfsweep.plots import models as model_plots
-    from perfsweep.plots.model_shape import model_shape
     from perfsweep.plots.style import placeholder
     from perfsweep.plots.sweep import time_vs_parameters as sweep_plot
     from perfsweep.plots.variability import variability_figure as var_plot
@@ -35,5 +34,5 @@ def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: P
         return
     m = Model.from_dict(entry["model"])
     title = f"{study}: T({', '.join(varied)})"
-    model_shape(m, varied, med, model, title)
+    model_plots.model_figure(m, model, title, points=med[[*varied, "median"]].rename(columns={"median": "measured"}))
     model_plots.model_vs_measurement(pred, model_vs_measurement, title)

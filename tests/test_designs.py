@@ -203,7 +203,8 @@ def test_a_damaged_points_file_is_named_not_planned_anew(tmp_path):
     path = designs.points_path(tmp_path, "s")
     path.parent.mkdir(parents=True)
     for text, what in (("{not json", "not a readable plan file"), ("[1]", "not a JSON object"),
-                       ('{"points": 3}', "no list 'points'")):
+                       ('{"points": 3}', "'points' is not a list of configuration ids"),
+                       ('{"points": [[1, 2]]}', "'points' is not a list of configuration ids")):
         path.write_text(text)
         with pytest.raises(UserError, match=f"^{re.escape(str(path))}: .*{re.escape(what)}"):
             designs.read_points(tmp_path, "s")

@@ -100,6 +100,24 @@ def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
     assert agg.loc["n=1", "n_runs"] == 2 and not bool(agg.loc["n=1", "flagged"])
 
 
+@pytest.mark.slow
+def test_points_an_adaptive_design_adds_get_adaptive_repetitions_too(tmp_path):
+    app = "import random, sys; a, b = map(float, sys.argv[1:]); print('time', 0.01 * a * b * (1 + 0.1 * random.random()))"
+    cfg = {"app": {"command": f"{sys.executable} -c \"{app}\" {{a}} {{b}}", "time_pattern": "time ([0-9.]+)"},
+           "parameters": {"a": 1, "b": 1}, "results": str(tmp_path / "results"),
+           "repetitions": {"min": 1, "max": 2, "until": {"cv": 0.0001}},  # every configuration misses it
+           "studies": {"s": {"vary": {"a": [1, 2, 3], "b": [1, 2, 3]},
+                             "design": {"kind": "adaptive", "base": "centre", "extra": 0, "per_round": 2, "rounds": 1}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    plan = subprocess.run([str(BIN / "perfsweep"), "plan", "c.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert "5 runs (0 measured, up to 14 with its rounds and adaptive repetitions)" in plan.stdout, plan.stdout
+    new, _ = perfsweep_run(tmp_path, cfg)
+    points = json.loads((tmp_path / "results" / "plan" / "s" / "points.json").read_text())["points"]
+    assert len(points) == 2  # the design's round added two points to the 5 of the lines ...
+    per_config = pd.Series([cid for cid, _, _ in new]).value_counts()
+    assert len(per_config) == 7 and (per_config == 2).all(), per_config  # ... and they were repeated to max too
+
+
 def test_config_keys(tmp_path):
     base = config(tmp_path / "r", 3)
     s = load_config(base).studies[0]
@@ -124,6 +142,15 @@ def test_config_keys(tmp_path):
         assert str(err.value).startswith(f"c.yaml: {where}"), str(err.value)
     with pytest.raises(ConfigError, match="bundle: repetitions would rerun whole bundles"):
         load_config({**base, "repetitions": {"max": 5}, "bundle": "repetitions"})
+    with pytest.raises(ConfigError, match="variability.policy: variability.policy: remeasure with bundle: repetitions"):
+        load_config({**base, "variability": {"policy": "remeasure"}, "bundle": "repetitions"})
+    for bad in ({"cv": float("nan")}, {"ci": float("inf")}, {"ci": 0.05, "level": float("nan")}):
+        with pytest.raises(ConfigError, match=r"repetitions.until.(cv|ci|level): (nan|inf) is not finite"):
+            load_config({**base, "repetitions": {"max": 5, "until": bad}})
+    # a whole number written as 3.0 (YAML's float; JSON Schema's integer) is the count 3
+    s = load_config({**base, "repetitions": {"min": 2.0, "max": 4.0}}).studies[0]
+    assert (s.repetitions, s.max_repetitions) == (2, 4) and type(s.repetitions) is int
+    assert load_config({**base, "repetitions": 3.0}).n_runs() == 6
 
 
 def test_targets():

@@ -87,6 +87,21 @@ def test_launcher_template_expands_processes(tmp_path):
     assert "--p" not in spec.command and spec.command[-2:] == ["--steps", "3"]
 
 
+def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all(tmp_path):
+    import subprocess
+
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 1, "release-memory": True, "start": "lattice"}},
+           "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5}, "studies": {"s": {"vary": {"n": [100, 120]}}},
+           "results": str(tmp_path)}
+    command = spec_of(load_config(cfg, "t.yaml")).command
+    assert command[-5:] == ["--release-memory", "--start", "lattice", "--steps", "1"]
+    # the app itself accepts it (argparse: a store_true flag takes no value)
+    app = command[command.index("perfsweep.apps.ljmd") - 2:]
+    assert subprocess.run([*app, "--report", str(tmp_path / "r.json")], capture_output=True).returncode == 0
+    cfg["app"]["args"]["release-memory"] = False
+    assert "--release-memory" not in spec_of(load_config(cfg, "t.yaml")).command
+
+
 def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
     import signal
     import subprocess

@@ -228,7 +228,7 @@ def _register_modeling(sub) -> None:
         p.add_argument("values", nargs="+", help="NAME=V1,V2,... for every parameter of the model")
         p.add_argument("--region", default="all")
         p.add_argument("--metric", default="time")
-        p.add_argument("--level", type=float, default=0.9, help="of the prediction intervals (default 0.9)")
+        p.add_argument("--level", type=_level, default=0.9, help="of the prediction intervals (default 0.9)")
         p.set_defaults(func=func)
         if name == "recommend":
             p.add_argument("--objective", choices=["time", "core_hours"], default="time")
@@ -296,14 +296,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number in (0, 1]")
-    return value
+def _unit_interval(closed: bool, what: str):
+    """An argparse type: a number in (0, 1] (closed) or (0, 1)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (0 < value <= 1 if closed else 0 < value < 1):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return parse
+
+
+_fraction = _unit_interval(True, "a number in (0, 1]")
+_level = _unit_interval(False, "a confidence level in (0, 1), e.g. 0.9")
 
 
 class _Parser(argparse.ArgumentParser):

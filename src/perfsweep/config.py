@@ -160,6 +160,8 @@ def _schema() -> dict[str, Any]:
 
     schema = yaml.safe_load(resources.files("perfsweep").joinpath(SCHEMA).read_text())
     schema["definitions"]["app"]["properties"]["name"]["enum"] = list(BUILTIN_APPS)
+    schema["definitions"]["app"]["properties"]["args"]["description"] += "; the options each app knows: " + "; ".join(
+        f"{name}: {', '.join(app.options)}" for name, app in BUILTIN_APPS.items())
     schema["properties"]["processes"]["default"] = PROCESS_COUNT
     return schema
 
@@ -201,6 +203,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     if not isinstance(data, dict) or not data:
         raise ConfigError(source, "", "empty or not a mapping of keys (see config/config.yaml for an example)")
     data = _copy(data)
+    _check_keys(source, data, [])
     schema = _schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
@@ -295,8 +298,10 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     names = {*parameters, *(n for st in studies for n in st.fixed), *(n for st in studies for n in st.vary)}
     p = PROCESS_COUNT  # the launcher's placeholder of the process count, whatever the parameter's name
     _check_template(source, "launcher", data["launcher"], ["mpiexec", p, *sorted(names - {p})])
-    if "{" + p + "}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and "name" in app:
-        raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}")
+    launched = any("name" in st.app or "{launcher}" in st.app.get("command", "") for st in studies)
+    if "{" + p + "}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and launched:
+        raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}: every run "
+                                              "would start the same number of processes")
 
     _check_modeling(source, data["modeling"], sorted({*parameters, *(n for st in studies for n in st.vary)}))
     threads = data["cluster"]["cpus_per_task"]
@@ -324,6 +329,19 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     )
 
 
+def _check_keys(source: str, value: Any, path: list[Any]) -> None:
+    """Every key of every mapping is text: YAML reads 1:, 1.5: or yes: as a number or a boolean."""
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            if not isinstance(key, str):
+                raise ConfigError(source, _path_text(path) or "(top level)",
+                                  f"key {key!r} is not text ({type(key).__name__}); quote it, e.g. '{key}':")
+            _check_keys(source, sub, [*path, key])
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            _check_keys(source, sub, [*path, i])
+
+
 def _check_modeling(source: str, modeling: dict[str, Any], known: list[str]) -> None:
     """modeling.log_factors and powers_only name parameters, none of them in both."""
     for key in ("log_factors", "powers_only"):
@@ -340,18 +358,26 @@ def _repetitions(source: str, where: str, value: Any, data: dict[str, Any]) -> t
     {min, max, until} (until by default the CV threshold)."""
     var = data["variability"]
     if not isinstance(value, dict):
-        return value, 2 * value if var["policy"] == "remeasure" else value, {}
-    k, k_max = value.get("min", 3), value["max"]
-    if k_max < k:
-        raise ConfigError(source, f"{where}.max", f"{k_max} is below min {k}")
-    until = dict(value.get("until") or {"cv": var["cv_threshold"]})
-    if "level" in until and "ci" not in until:
-        raise ConfigError(source, f"{where}.until.level", "only with ci (the confidence level of the median's interval)")
-    if "ci" in until:
-        until.setdefault("level", 0.95)
+        k = int(value)  # the schema's integer: 3 or 3.0
+        k_max = 2 * k if var["policy"] == "remeasure" else k
+        until: dict[str, float] = {}
+    else:
+        k, k_max = int(value.get("min", 3)), int(value["max"])
+        if k_max < k:
+            raise ConfigError(source, f"{where}.max", f"{k_max} is below min {k}")
+        until = dict(value.get("until") or {"cv": var["cv_threshold"]})
+        for key, v in until.items():
+            if not math.isfinite(v):
+                raise ConfigError(source, f"{where}.until.{key}", f"{v!r} is not finite")
+        if "level" in until and "ci" not in until:
+            raise ConfigError(source, f"{where}.until.level", "only with ci (the confidence level of the median's interval)")
+        if "ci" in until:
+            until.setdefault("level", 0.95)
     if data["bundle"] == "repetitions" and k_max > k:
-        raise ConfigError(source, where, "adaptive repetitions with bundle: repetitions would rerun whole "
-                          "bundles each round; give a fixed number or bundle: none")
+        what = ("variability.policy: remeasure" if not isinstance(value, dict) else "adaptive repetitions")
+        raise ConfigError(source, "variability.policy" if not isinstance(value, dict) else where,
+                          f"{what} with bundle: repetitions would rerun whole bundles each round; "
+                          "give a fixed number with policy keep-flagged or drop, or bundle: none")
     return k, k_max, until
 
 
@@ -375,6 +401,7 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
         for name in specs:
             if name not in parameters:
                 raise ConfigError(source, f"{prefix}parameters", f"missing parameter {name!r} of app {app['name']}")
+        _check_args(source, f"{prefix}app.args", app)
     parameters.setdefault(procs, 1)
     specs[procs] = PROCESSES
     for name, value in parameters.items():
@@ -405,6 +432,28 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     return app, parameters, specs
 
 
+def _check_args(source: str, where: str, app: dict[str, Any]) -> None:
+    """A built-in app's fixed options (app: args:) are ones it knows, with values of their kind."""
+    builtin = BUILTIN_APPS[app["name"]]
+    for name, value in (app.get("args") or {}).items():
+        spec = builtin.options.get(name)
+        if name in builtin.params:
+            raise ConfigError(source, f"{where}.{name}", f"{name!r} is a parameter of app {app['name']}: give it "
+                                                         "under parameters: or vary it in a study, not in args")
+        if spec is None:
+            raise ConfigError(source, f"{where}.{name}", f"unknown option {name!r} of app {app['name']} (known: "
+                                                         f"{', '.join(builtin.options)})")
+        if spec.kind is bool:
+            if not isinstance(value, bool):
+                raise ConfigError(source, f"{where}.{name}", f"{value!r} is not true or false ({spec.meaning})")
+        elif spec.kind is str:
+            if not isinstance(value, str) or not value.strip() or (spec.choices and value not in spec.choices):
+                raise ConfigError(source, f"{where}.{name}", f"{value!r} is not " + (
+                    f"one of {', '.join(spec.choices)}" if spec.choices else "a text") + f" ({spec.meaning})")
+        else:
+            _check_value(source, f"{where}.{name}", name, value, spec)
+
+
 # A sweep larger than this is refused: planning it alone would take Snakemake minutes and gigabytes
 # (measured here: the paper's full ms2 config, 6,480 runs, plans in 10 CPU seconds with 235 MB, ~25 kB a run).
 MAX_RUNS = 100_000
@@ -431,6 +480,9 @@ def _check_regex(source: str, where: str, pattern: str) -> None:
     if compiled.groups < 1:
         raise ConfigError(source, where, f"{pattern!r} has no group: put the number in parentheses, "
                                          r"e.g. 'time: ([0-9.eE+-]+)'")
+    if compiled.groups > 1:
+        raise ConfigError(source, where, f"{pattern!r} has {compiled.groups} groups: keep the parentheses around "
+                                         "the number and make the others non-capturing, (?:...)")
 
 
 def _check_size(source: str, data: dict[str, Any]) -> None:
@@ -439,7 +491,7 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     for sname, sdef in data["studies"].items():
         n = _design_bound(source, sname, sdef, data) if sdef.get("vary") else 0
         k = sdef.get("repetitions", data["repetitions"])
-        n *= k["max"] if isinstance(k, dict) else k
+        n *= k["max"] if isinstance(k, dict) else k * (2 if data["variability"]["policy"] == "remeasure" else 1)
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
     if total > MAX_RUNS:

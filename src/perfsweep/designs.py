@@ -263,9 +263,10 @@ def read_points(results: str | Path, study: str) -> dict[str, Any]:
     """The state of a study's adaptive rounds (a new one if there is none); UserError if it is damaged."""
     state = read_plan(results, study, POINTS_FILE, strict=True,
                       default={"schema": PLAN_SCHEMA, "study": study, "points": [], "rounds": []})
-    if not isinstance(state.get("points"), list):
-        raise UserError(f"{points_path(results, study)}: not a perfsweep plan file (no list 'points'); "
-                        f"move it away to start the design anew")
+    points = state.get("points")
+    if not isinstance(points, list) or not all(isinstance(p, str) for p in points):
+        raise UserError(f"{points_path(results, study)}: not a perfsweep plan file ('points' is not a list of "
+                        f"configuration ids); move it away to start the design anew")
     state.setdefault("rounds", [])
     return state
 
@@ -400,7 +401,8 @@ class StudyPlan:
     to_run_core_hours: float
     source: str
     max_configurations: int
-    max_runs: int  # with adaptive repetitions: every configuration at its max
+    max_runs: int  # the design's most configurations, each at its most repetitions
+    growth: str = ""  # what may add runs: "its rounds", "adaptive repetitions" or both
 
 
 def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
@@ -447,8 +449,10 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
                    "not used and to run again")
     grid = math.prod(len(v) for v in study.vary.values())
     top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
+    growth = " and ".join(why for why, grows in (("its rounds", top > len(configs)),
+                                                 ("adaptive repetitions", study.max_repetitions > study.repetitions)) if grows)
     return StudyPlan(study.name, study.design.text(), len(configs), grid, sum(planned.values()), measured,
-                     total / 3600, to_run / 3600, source, top, len(configs) * study.max_repetitions)
+                     total / 3600, to_run / 3600, source, top, top * study.max_repetitions, growth)
 
 
 def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
@@ -460,7 +464,7 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
     for p in plans:
         share = f"{p.configurations} of {p.grid} configurations ({100 * p.configurations / p.grid:.0f} % of the grid)"
         grow = f", up to {p.max_configurations} after its rounds" if p.max_configurations > p.configurations else ""
-        upto = f", up to {p.max_runs} with adaptive repetitions" if p.max_runs > p.runs else ""
+        upto = f", up to {p.max_runs} with {p.growth}" if p.max_runs > p.runs else ""
         out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured{upto}); "
                    f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}")
     runs, measured = sum(p.runs for p in plans), sum(p.measured for p in plans)

@@ -144,6 +144,9 @@ def adaptive_repetitions(sweep, results_dir: str | Path) -> Planned:
     batches of ``min`` (for the CI: as many as the interval's width suggests), up to ``max``.
     Settled once every configuration still to be measured is planned up to ``max`` (the others met
     their target): nothing it could plan after the next runs."""
+    from perfsweep.designs import add_planned_points
+
+    add_planned_points(sweep)  # the points adaptive designs added get their repetitions like the others
     results = Path(results_dir)
     threshold = sweep.cv_threshold if sweep.cv_policy == "remeasure" else None
     more, settled = False, True

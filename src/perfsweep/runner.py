@@ -108,8 +108,8 @@ class RunSpec:
                 for name, value in params.items():
                     if name != sweep.processes:
                         command += [f"--{name}", fmt[name]]
-                for name, value in sorted(app.get("args", {}).items()):
-                    command += [f"--{name}", format_value(value)]
+                for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
+                    command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
                 return command
             text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in prefix))
             return shlex.split(text.format(**fmt))

@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
+from perfsweep.apps.registry import LJMD_STARTS as STARTS
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.records import atomic_file
 
@@ -69,7 +70,6 @@ PAIR_CHUNK = 400_000  # site pairs evaluated per numpy batch: bounds memory at ~
 HARD_CORE = 0.85  # the fluid start's smallest centre distance, in mean spacings (1/d)^(1/3), at most 1 sigma
 MELT_SWEEPS = 40  # hard-sphere Monte Carlo sweeps that melt the lattice
 MELT_STEP = 0.2  # largest trial displacement per coordinate and sweep, in lattice spacings
-STARTS = ("fluid", "lattice")
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,24 @@ Every parameter except the process count is passed to the app as ``--<name> <val
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class ParamSpec:
-    kind: type  # int or float
+    kind: type  # int or float (an app's fixed options also str or bool)
     minimum: float
     exclusive: bool  # minimum itself not allowed
     meaning: str
+    choices: tuple[str, ...] = ()  # the values a str option may take (any if empty)
 
 
 @dataclass(frozen=True)
 class BuiltinApp:
     module: str
-    params: dict[str, ParamSpec]
+    params: dict[str, ParamSpec]  # what a study may vary (passed as --<name> <value>)
     checker: str | None = None  # "module:function" raising ValueError for an impossible configuration
+    options: dict[str, ParamSpec] = field(default_factory=dict)  # app: args: (fixed; a bool is a flag)
 
     def check(self, params: dict) -> None:
         if self.checker:
@@ -31,6 +33,7 @@ class BuiltinApp:
 
 
 PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
+LJMD_STARTS = ("fluid", "lattice")  # ljmd --start: the melted lattice (cached) or the lattice itself
 # the process-count parameter's default name (config key processes:), also the launcher's placeholder
 PROCESS_COUNT = "p"
 
@@ -51,12 +54,29 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "c": ParamSpec(float, 0, True, "reduced cut-off radius"),
         },
         checker="perfsweep.apps.ljmd:check_params",
+        options={
+            "steps": ParamSpec(int, 1, False, "timed time steps"),
+            "warmup": ParamSpec(int, 0, False, "untimed steps before the timed ones"),
+            "dt": ParamSpec(float, 0, True, "time step"),
+            "temperature": ParamSpec(float, 0, False, "reduced temperature"),
+            "io-every": ParamSpec(int, 1, False, "steps between trajectory writes"),
+            "threads": ParamSpec(int, 1, False, "threads per rank"),
+            "seed": ParamSpec(int, 0, False, "random seed"),
+            "start": ParamSpec(str, 0, False, "initial state", LJMD_STARTS),
+            "release-memory": ParamSpec(bool, 0, False, "leave glibc's malloc thresholds at their defaults"),
+            "out-dir": ParamSpec(str, 0, False, "where rank 0 writes trajectory and energies"),
+        },
     ),
     "rmsd": BuiltinApp(
         module="perfsweep.apps.rmsd",
         params={
             "atoms": ParamSpec(int, 1, False, "atoms per frame"),
             "frames": ParamSpec(int, 1, False, "trajectory frames"),
+        },
+        options={
+            "seed": ParamSpec(int, 0, False, "random seed of the generated trajectory"),
+            "warmup": ParamSpec(int, 0, False, "frames analysed untimed before the timed ones"),
+            "trajectory": ParamSpec(str, 0, False, "trajectory file (default: a cache file per atoms, frames, seed)"),
         },
     ),
 }

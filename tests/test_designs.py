@@ -196,6 +196,20 @@ def test_adaptive_stops_when_its_budget_is_spent(tmp_path):
     assert state["rounds"][0]["core_hours"] == pytest.approx(27 / 3600)
 
 
+def test_an_adaptive_design_without_a_model_stops_and_says_why(tmp_path, capsys):
+    vary = {"n": [-1, 0, 1, 2], "m": [1, 2, 3]}  # values <= 0: no PMNF model
+    sweep = load_config(sweep_config(vary, {"kind": "adaptive", "extra": 1}, results=tmp_path, k=2))
+    study = sweep.study("s")
+    write_records(tmp_path, study, study.configurations(), lambda p: 1.0 + p["m"], k=2)
+    assert designs.next_round(sweep, tmp_path) is False
+    state = json.loads(designs.points_path(tmp_path, "s").read_text())
+    assert state["points"] == [] and state["stopped"].startswith("no model of the run time (parameter values must be")
+    assert "the adaptive design adds no points: no model of the run time" in capsys.readouterr().out
+    assert designs.next_round(sweep, tmp_path) is False  # decided on these points: not again
+    (line,) = [l for l in designs.plan_lines(sweep) if l.startswith("  s:")]
+    assert "up to" not in line and "its rounds stopped: no model of the run time" in line
+
+
 def test_a_damaged_points_file_is_named_not_planned_anew(tmp_path):
     from perfsweep.errors import UserError
 

@@ -324,13 +324,17 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT, modeling:
     rounds = state["rounds"]
     if rounds and rounds[-1]["fitted"] == fitted:
         entry = rounds[-1]  # decided on these points before: decide again (the limits may have changed)
-        if entry.get("stopped") == "lead terms stable" or entry.get("added"):
+        if entry.get("stopped") == "lead terms stable" or entry.get("added") or "lead" not in entry:
             return False
         previous = rounds[-2]["lead"] if len(rounds) >= 2 else None
         model = None
     else:
-        model = _fit(x, y, names, processes, modeling)
-        if model is None:
+        model, why = _fit(x, y, names, processes, modeling)
+        if model is None:  # no points to add: say why, in the state and to the user
+            state["stopped"] = f"no model of the run time ({why})"
+            rounds.append({"round": len(rounds), "fitted": fitted, "stopped": state["stopped"], "added": []})
+            write_json_atomic(points_path(results_dir, study.name), state)
+            print(f"perfsweep: study {study.name}: the adaptive design adds no points: {state['stopped']}", flush=True)
             return False
         entry = {"round": len(rounds), "fitted": fitted, "lead": model.lead(), "model": str(model), "added": []}
         previous = rounds[-1]["lead"] if rounds else None
@@ -345,7 +349,7 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT, modeling:
             else "grid exhausted" if not candidates else None)
     entry["stopped"] = stop
     if stop is None:
-        model = model or _fit(x, y, names, processes, modeling)
+        model = model or _fit(x, y, names, processes, modeling)[0]  # fitted before on the same points
         spread = disagreement(model, np.array([[float(c.params[n]) for n in names] for c in candidates]))
         order = np.argsort(-spread, kind="stable")[:study.design.per_round]
         entry["added"] = [candidates[i].config_id for i in order]
@@ -356,22 +360,23 @@ def adaptive_round(study, results_dir, processes: str = PROCESS_COUNT, modeling:
 
 
 def _fit(x, y, names, processes, modeling=None):
+    """The run-time model of the measured points, or None and why not."""
     import warnings
 
     from perfsweep.modeling import ModelingError, fit_model
     from perfsweep.modeling.pipeline import fit_options
 
     if len(x) < 2:
-        return None
+        return None, f"{len(x)} configuration(s) with a good run"
     width = max(map(len, y))
     ys = np.array([v + [np.nan] * (width - len(v)) for v in y], dtype=float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             options = fit_options(processes, "adaptive", points=x, names=names, modeling=modeling)
-            return fit_model(np.array(x), ys, names, options=options)
-        except ModelingError:
-            return None
+            return fit_model(np.array(x), ys, names, options=options), ""
+        except ModelingError as exc:
+            return None, str(exc)
 
 
 def disagreement(model, x: np.ndarray) -> np.ndarray:
@@ -448,7 +453,11 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
         source += (f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) "
                    "not used and to run again")
     grid = math.prod(len(v) for v in study.vary.values())
-    top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" else len(configs)
+    stopped = read_points(results, study.name).get("stopped") if study.design.kind == "adaptive" else None
+    final = stopped is not None and (stopped == "lead terms stable" or stopped.startswith("no model"))
+    top = max(len(configs), max_size(study.design, study.vary)) if study.design.kind == "adaptive" and not final else len(configs)
+    if stopped:  # others (budget, rounds) are decided again with the config's limits
+        source += f"; its rounds stopped: {stopped}"
     growth = " and ".join(why for why, grows in (("its rounds", top > len(configs)),
                                                  ("adaptive repetitions", study.max_repetitions > study.repetitions)) if grows)
     return StudyPlan(study.name, study.design.text(), len(configs), grid, sum(planned.values()), measured,

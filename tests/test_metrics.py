@@ -199,3 +199,25 @@ def test_pop_colours_and_figures_with_data_beside(tmp_path):
     one = flag_stragglers(from_pipeline_ranks(df[df["run_id"] == "b"]).assign(other=0.1), ["run_id"])
     rank_bars(one, ["compute", "comm", "other"], tmp_path / "r.png", "test", "straggler")
     assert list(pd.read_csv(tmp_path / "r.csv")["compute"]) == [4.0, 5.0]
+
+
+def test_an_app_without_per_rank_timings_gets_speed_up_and_efficiency_of_its_run_times(tmp_path):
+    from perfsweep.stages import metrics
+
+    runs = pd.DataFrame({"run_id": [f"s/p={p}/rep{k}" for p in (1, 2, 4) for k in range(2)],
+                         "config_id": [f"p={p}" for p in (1, 2, 4) for _ in range(2)],
+                         "p": [1, 1, 2, 2, 4, 4], "status": ["ok", "ok", "ok", "failed", "ok", "ok"],
+                         "time": [8.0, 8.2, 4.0, None, 2.5, 2.5]})
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    for name in ("ranks.csv", "regions.csv"):
+        (tmp_path / name).write_text("")  # the collect stage's tables of an app without timings_json
+    out = {k: tmp_path / f"{k}.{'png' if k.endswith('figure') else 'csv'}" for k in (
+        "observables", "scaling", "pop_csv", "pop_spread", "pop_figure", "speedup_figure", "ranks_figure")}
+    metrics.run(tmp_path / "runs.csv", tmp_path / "ranks.csv", tmp_path / "regions.csv", **out,
+                varied=["p"], processes="p", scaling_mode="auto", study="s")
+    table = pd.read_csv(out["scaling"]).set_index("p")
+    np.testing.assert_allclose(table["speed_up"], [1.0, 8.1 / 4.0, 8.1 / 2.5])  # medians of the good runs
+    np.testing.assert_allclose(table["efficiency"], [1.0, 8.1 / 8.0, 8.1 / 10.0])
+    assert table["repetitions"].tolist() == [2, 1, 2]
+    assert out["speedup_figure"].stat().st_size > 0
+    assert "no per-rank timings" in out["pop_csv"].read_text()

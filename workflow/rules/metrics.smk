@@ -8,6 +8,7 @@ localrules:
 
 rule metrics:
     input:
+        runs=rules.collect.output.runs,
         ranks=rules.collect.output.ranks,
         regions=rules.collect.output.regions,
     output:

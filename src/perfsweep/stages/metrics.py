@@ -10,7 +10,7 @@ from perfsweep.apps.registry import RANK_PHASES
 from perfsweep.stages import PathLike, read, stem
 
 
-def run(ranks: PathLike, regions: PathLike, observables: PathLike, scaling: PathLike, pop_csv: PathLike,
+def run(runs: PathLike, ranks: PathLike, regions: PathLike, observables: PathLike, scaling: PathLike, pop_csv: PathLike,
         pop_spread: PathLike, pop_figure: PathLike, speedup_figure: PathLike, ranks_figure: PathLike,
         varied: list[str], processes: str, scaling_mode: str, study: str) -> None:
     from perfsweep.metrics.observables import from_pipeline_ranks, run_totals
@@ -21,16 +21,20 @@ def run(ranks: PathLike, regions: PathLike, observables: PathLike, scaling: Path
     from perfsweep.plots.style import placeholder
 
     rk = read(ranks)
-    if rk.empty:  # an external app without per-rank timings: nothing to break down, say so
-        for path in (observables, scaling, pop_csv, pop_spread):
+    others = [v for v in varied if v != processes]
+    if rk.empty:  # an external app without per-rank timings: speed-up and efficiency of its run times only
+        for path in (observables, pop_csv, pop_spread):
             pd.DataFrame({"note": ["no per-rank timings: the app reports none (timings_json)"]}).to_csv(path, index=False)
-        for path in (pop_figure, speedup_figure, ranks_figure):
+        for path in (pop_figure, ranks_figure):
             placeholder(path, f"{study}: no per-rank timings")
+        times = read(runs)
+        table = scaling_table(times[times["status"] == "ok"], processes, "time", stat="median", group_cols=others)
+        tables.write_table(table, stem(scaling), caption=f"Speed-up and efficiency of the run times, study {study}")
+        speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
         return
     # stragglers on busy time (t_N - t_comm): the root of a Gather waits for the slow rank and would
     # otherwise be flagged as well
     rk = flag_stragglers(from_pipeline_ranks(rk, read(regions)), ["run_id"], t_col="t_busy")
-    others = [v for v in varied if v != processes]
     run_cols = ["run_id", "config_id", *varied]
     runs = run_totals(rk, run_cols).merge(
         rk.groupby("run_id")["straggler"].sum().rename("stragglers").reset_index(), on="run_id")

@@ -61,6 +61,12 @@ def test_study_fixed_overrides_defaults_and_keeps_vary_order():
         (["modeling"], {"log_factors": ["m", "q"]}, "x.yaml: modeling.log_factors[1]: unknown parameter 'q' (known: "),
         (["modeling"], {"log_factors": ["m"], "powers_only": ["m", "n"]}, "x.yaml: modeling: m in both log_factors"),
         (["modeling"], {"logs": ["m"]}, "x.yaml: modeling: unknown key(s) ('logs' was unexpected)"),
+        (["modeling"], {"powers_only": ["m", "m"]}, "x.yaml: modeling.powers_only: ['m', 'm'] has non-unique elements"),
+        (["studies", "nm", "design"], {"kind": "sparse", "base": ""}, "x.yaml: studies.nm.design.base: '' is not a base"),
+        (["studies", "nm", "vary", 3], [1, 2], "x.yaml: studies.nm.vary: key 3 is not text (int); quote it"),
+        (["app", "args", "temperature"], "hot", "x.yaml: app.args.temperature: 'hot' is not a finite number"),
+        (["app", "args", "release-memory"], 1, "x.yaml: app.args.release-memory: 1 is not true or false"),
+        (["app", "args", "report"], "r.json", "x.yaml: app.args.report: unknown option 'report' of app ljmd"),
     ],
 )
 def test_bad_config_gives_one_line_naming_file_field_value(path, value, expected):
@@ -69,6 +75,12 @@ def test_bad_config_gives_one_line_naming_file_field_value(path, value, expected
     text = str(err.value)
     assert "\n" not in text
     assert text.startswith(expected), text
+
+
+def test_a_placeholder_with_a_format_spec_uses_its_parameter():
+    cfg = {"app": {"command": "./app --size {n:>5}", "time_pattern": "t ([0-9.]+)"}, "parameters": {"n": 1},
+           "studies": {"s": {"vary": {"n": [1, 2]}}}}
+    assert load_config(cfg, "x.yaml").n_runs() == 10
 
 
 def test_yaml_syntax_error_names_line(tmp_path):

@@ -276,8 +276,13 @@ def test_no_constant_under_rising_real_data():
 
     mpi = pd.read_csv(REPO_ROOT / "resources" / "reference-data" / "extrap" / "mpi_collectives_1p.csv")
     sel = mpi[(mpi["mpi"] == "IntelMPI") & (mpi["variable"] == "MPI_Barrier")].sort_values("Ranks")
-    m = fit_model(sel["Ranks"].to_numpy(float), sel["max"].to_numpy(float), ["Ranks"])
+    x, y = sel["Ranks"].to_numpy(float), sel["max"].to_numpy(float)
+    m = fit_model(x, y, ["Ranks"])
     assert m.terms and m.adj_r2 > 0.8
+    # its leave-one-out score (relative, as the others'): the line in its term refitted without each point
+    t = m.terms[0].values(x[:, None])
+    loo = [(y[i] - np.polyval(np.polyfit(np.delete(t, i), np.delete(y, i), 1), t[i])) / y[i] for i in range(len(y))]
+    assert m.cv_score == pytest.approx(np.mean(np.square(loo)), rel=1e-9)
 
 
 # point sets that are not a full grid (issue 15) -------------------------------------------------

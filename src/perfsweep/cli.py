@@ -167,7 +167,8 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
         if "=" not in item:
             raise UserError(f"{item!r}: give parameter values as NAME=V1,V2,...")
         name, text = item.split("=", 1)
-        if not name.strip():
+        name = name.strip()
+        if not name:
             raise UserError(f"{item!r}: no parameter name before '='")
         if name in out:
             raise UserError(f"{item!r}: parameter {name} given twice (give its values once: {name}=V1,V2,...)")

@@ -415,8 +415,9 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
             raise ConfigError(source, f"{prefix}app.profile", problem)
     if "command" in app:
         _check_template(source, f"{prefix}app.command", app["command"], [*parameters, "launcher"])
+        used = {f for _, f, _, _ in string.Formatter().parse(app["command"]) if f is not None}  # {n}, {n:>5}
         for name in parameters:
-            if name != procs and "{" + name + "}" not in app["command"]:
+            if name != procs and name not in used:
                 raise ConfigError(source, f"{prefix}app.command", f"parameter {name!r} does not appear as {{{name}}}")
         if "timings_json" in app:
             _check_template(source, f"{prefix}app.timings_json", app["timings_json"], list(parameters))

@@ -96,7 +96,8 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
             raise ConfigError(source, f"{where}.{key}", f"only for design kind adaptive, not {kind}")
     if kind == "full" and ("base" in value or "extra" in value):
         raise ConfigError(source, f"{where}.{'base' if 'base' in value else 'extra'}", "only for sparse or adaptive designs")
-    base = value.get("base") or {}
+    base = value.get("base")
+    base = {} if base is None else base  # base: left empty, the default
     if base in CENTRE:  # the middle value of every parameter (of an even count, the lower middle one)
         base = {name: sorted(values)[(len(values) - 1) // 2] for name, values in vary.items()}
     if not isinstance(base, dict):

@@ -1023,13 +1023,20 @@ class _Fit:
         for i, r in enumerate(en.row):
             if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
                 continue
-            if r2_best[i] > 0:
-                tv = terms[i].values(self.x)
+            tv = terms[i].values(self.x) if r2_best[i] > 0 else None
+            if tv is not None:
                 slope = np.sum((tv - tv.mean()) * yc[i]) / np.sum((tv - tv.mean()) ** 2)
                 model = Model(self.names, [terms[i]], np.array([y[i].mean() - slope * tv.mean(), slope]),
                               points=self.x, values=self.y[r])
             else:
                 model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])
+            # leave-one-out score as finish() gives the others (weighted as the options weight): the
+            # hat matrix diagonal of the least-squares line in tv (of the mean alone: 1/N)
+            h = np.full(self.n, 1.0 / self.n)
+            if tv is not None:
+                h = h + (tv - tv.mean()) ** 2 / np.sum((tv - tv.mean()) ** 2)
+            loo = (y[i] - model.predict(self.x)) / np.clip(1.0 - h, 1e-9, None)
+            model.cv_score = float(np.mean(loo * loo * (self.w[r] if self.opts.weighting == "relative" else 1.0)))
             _statistics(model, y[i], model.predict(self.x))
             out[r] = model
 

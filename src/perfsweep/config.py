@@ -492,7 +492,7 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     for sname, sdef in data["studies"].items():
         n = _design_bound(source, sname, sdef, data) if sdef.get("vary") else 0
         k = sdef.get("repetitions", data["repetitions"])
-        n *= k["max"] if isinstance(k, dict) else k * (2 if data["variability"]["policy"] == "remeasure" else 1)
+        n *= int(k["max"] if isinstance(k, dict) else k * (2 if data["variability"]["policy"] == "remeasure" else 1))
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
     if total > MAX_RUNS:

@@ -91,6 +91,12 @@ def test_base_point_and_top_level_default():
     assert len(s.configurations()) == 13
 
 
+def test_more_extra_points_than_the_grid_has_off_the_lines_are_as_many_as_it_has():
+    study = load_config(sweep_config({"n": [1, 2, 3], "m": [1, 2]}, {"kind": "sparse", "extra": 5})).study("s")
+    assert study.design.extra == 2 and study.design.text() == "sparse (lines + 2 extra)"
+    assert len(study.configurations()) == 6
+
+
 @pytest.mark.parametrize("centre", ["centre", "center"])
 def test_base_centre_is_every_parameters_middle_value(centre):
     four = {**GRID3, "d": [0.2, 0.4, 0.6, 0.8]}  # an even count: the lower of the two middle values

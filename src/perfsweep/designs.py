@@ -117,8 +117,10 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
     budget = value.get("budget")
     if budget is not None and not math.isfinite(budget):
         raise ConfigError(source, f"{where}.budget", f"{budget!r} is not a finite number of core-hours")
-    return Design(kind=kind, base=base, extra=int(value.get("extra", 2)), per_round=int(value.get("per_round", 2)),
-                  rounds=int(value.get("rounds", 3)), budget=None if budget is None else float(budget))
+    off_lines = grid - (1 + sum(len(v) - 1 for v in vary.values()))  # the most extra points there are
+    return Design(kind=kind, base=base, extra=min(int(value.get("extra", 2)), off_lines),
+                  per_round=int(value.get("per_round", 2)), rounds=int(value.get("rounds", 3)),
+                  budget=None if budget is None else float(budget))
 
 
 def design_size(design: Design, vary: dict[str, list[Any]]) -> int:

@@ -151,7 +151,7 @@ def _snapshot(results):
 
 
 @pytest.mark.parametrize("victim, sig", [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
-                                         ("snakemake alone", signal.SIGINT)])
+                                         ("snakemake alone", signal.SIGINT), ("process group", signal.SIGINT)])
 def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim, sig):
     state = tmp_path / "state"
     state.mkdir()
@@ -160,8 +160,10 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     write_config(cfg, results, state, ns=[1, 2, 4, 6, 8, 9], k=3, sleep=0.8)  # 18 runs of ~1 s
     # up to the study's tables (the figures and models after them add time, not cases)
     target = f"{results}/tables/faults/runs.csv"
+    # Ctrl-C in a terminal: SIGINT to the process group (a background shell would have it ignored)
     proc = subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=(tmp_path / "first.err").open("w"), start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         _wait_for_records(results, 5)
         if victim == "process group":
@@ -174,6 +176,10 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    if (victim, sig) == ("process group", signal.SIGINT):  # perfsweep waited for Snakemake, then one line
+        assert proc.returncode == 130
+        assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
+            "perfsweep: interrupted; finished runs are kept, run the same command again to measure the rest")
     before = _snapshot(results)
     assert len(before) >= 5
     for path in before:

@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         # the user's own targets
         full = [*cmd, "--", *targets] if targets else [*cmd, *after_run]
         print("+ " + " ".join(full), flush=True)
-        return subprocess.call(full)
+        return _wait(subprocess.Popen(full))
 
     if dry:
         return snakemake([])
@@ -135,6 +135,29 @@ def _run(args: argparse.Namespace) -> int:
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
     return rc
+
+
+def _wait(proc: subprocess.Popen) -> int:
+    """Snakemake's exit code. On Ctrl-C (which reaches Snakemake too: same process group) wait until it
+    has stopped its jobs and recorded them, then raise KeyboardInterrupt; if Snakemake did not get the
+    signal (only perfsweep was interrupted) pass it on; a second Ctrl-C stops Snakemake at once."""
+    import signal
+
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        try:
+            proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            proc.terminate()
+        while proc.poll() is None:
+            try:
+                proc.wait()
+            except KeyboardInterrupt:
+                proc.terminate()
+        raise
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -340,6 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("perfsweep: interrupted; finished runs are kept, run the same command again to measure the rest",
+              file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

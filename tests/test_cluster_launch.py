@@ -129,6 +129,7 @@ def test_job_ended_before_the_run_started(tmp_path, monkeypatch, spec):
     """No log line and no archived attempt (cancelled while pending): still a failure record, archived
     too, exit 0; an existing record is never overwritten."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SLURM_JOB_ID", "50")  # the bookkeeping attempt runs in a SLURM job of its own
     out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
     assert main(["--spec", spec.to_json(), "--output", str(out), "--attempt", "2", "--retries", "0"]) == 0
     rec = json.loads(out.read_text())
@@ -146,6 +147,45 @@ def test_archived_interrupted_attempt_names_its_job(tmp_path, monkeypatch, spec)
         {"status": "killed", "error": "terminated by signal 15", "slurm": {"job_id": "77"}, "host": "vm"}))
     rec = ended_record(spec, "x.json", attempt=2)
     assert "SLURM job 77 ended the run (terminated by signal 15)" in rec["error"] and rec["slurm"]["job_id"] == "77"
+
+
+def test_a_local_run_whose_runner_was_stopped_says_so_without_slurm(tmp_path, monkeypatch, spec):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
+    rec = ended_record(spec, str(out), attempt=2)  # no archived attempt: the runner died before it wrote one
+    assert rec["error"] == (f"attempt 1 (the last) left no result: its process ended without a record "
+                            f"(see {tmp_path / 'results' / 'logs' / 'runs' / 's' / 'n=1' / 'rep0.log'})")
+    archive = tmp_path / "results" / "archive" / "s" / "n=1"
+    archive.mkdir(parents=True)
+    (archive / "rep0.attempt1.20261125T130000.000000Z.json").write_text(json.dumps(
+        {"status": "killed", "error": "terminated by signal 15", "slurm": None, "host": "vm"}))
+    rec = ended_record(spec, str(out), attempt=2)
+    assert rec["error"] == "attempt 1 (the last) left no result: its process was stopped (terminated by signal 15)"
+    assert "SLURM" not in rec["error"] and rec["slurm"] is None
+
+
+def test_the_failure_record_waits_for_a_runner_still_in_flight_and_keeps_its_record(tmp_path, monkeypatch, spec):
+    import threading
+    import time
+
+    from perfsweep.recovery import hold_lock, record_lock_path, release_lock
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
+    lock = hold_lock(record_lock_path(out), wait=True)  # the orphaned runner measuring this run
+
+    def orphan_finishes():
+        time.sleep(0.5)
+        out.write_text('{"status": "ok"}')
+        release_lock(lock)
+
+    worker = threading.Thread(target=orphan_finishes)
+    worker.start()
+    assert record_ended_runs([(spec, str(out))], 2) == 0
+    worker.join()
+    assert out.read_text() == '{"status": "ok"}'  # not overwritten by a failure record
+    assert not list((tmp_path / "results" / "archive").rglob("*.json"))
 
 
 def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):

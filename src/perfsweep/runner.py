@@ -353,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
+    # the rule appends every attempt's stderr to the run's log: say which attempt follows
+    what = (f"attempt {args.attempt} of at most {args.retries + 1}" if args.attempt <= args.retries + 1
+            else "after the last attempt, which left no record")
+    print(f"perfsweep: {what} ({_now()})", file=sys.stderr, flush=True)
     if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
         from perfsweep.cluster.ended import record_ended_runs
 

@@ -48,7 +48,7 @@ if SWEEP.bundle == "repetitions":
                 **get_run_resources(_study.name),
             shell:
                 "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
-                " --retries {params.retries} --manifest {output.manifest:q} 2> {log:q}"
+                " --retries {params.retries} --manifest {output.manifest:q} 2>> {log:q}"
 
 else:
 
@@ -71,4 +71,4 @@ else:
             **get_run_resources(),
         shell:
             "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
-            " --attempt {resources.attempt} --retries {params.retries} 2> {log:q}"
+            " --attempt {resources.attempt} --retries {params.retries} 2>> {log:q}"

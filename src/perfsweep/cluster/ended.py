@@ -1,5 +1,6 @@
 """Failure records for runs whose SLURM job ended without one: cancelled (scancel, also while it was
-pending), killed with its node, or stopped at its time limit, on the last attempt.
+pending), killed with its node, or stopped at its time limit, on the last attempt; likewise for a
+local run whose runner process was stopped (a signal to it alone, the OOM killer).
 
 Such a job may never start perfsweep's runner, so the runner cannot write the record itself. The run
 rule therefore lets Snakemake try a run ``retries + 2`` times (workflow/rules/run.smk): attempts
@@ -55,13 +56,24 @@ def slurm_end(spec: Any, logs: Path = SLURM_LOGS) -> tuple[str | None, str | Non
     return newest.stem, None
 
 
+def run_log(output: str) -> Path:
+    """The log of the run whose record is ``output`` (<results>/runs/<study>/<config>/rep<k>.json;
+    rule run's log: <results>/logs/runs/<study>/<config>/rep<k>.log, every attempt's stderr)."""
+    record = Path(output)
+    return record.parents[3] / "logs" / "runs" / record.parent.parent.name / record.parent.name / f"{record.stem}.log"
+
+
 def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any]:
     """The failure record of a run whose last real attempt (``attempt - 1``) ended in SLURM."""
     last = attempt - 1
     prior = last_archived(spec.archive_dir, spec.repetition, last)
     job, line = slurm_end(spec)
     status = "timeout" if line and "TIME LIMIT" in line else "failed"
-    if line:
+    local = job is None and not (prior or {}).get("slurm") and "SLURM_JOB_ID" not in os.environ
+    if local:  # no SLURM: the runner's process itself was stopped (a signal, the OOM killer) or failed
+        why = (f"its process was stopped ({prior.get('error') or prior.get('status')})" if prior else
+               f"its process ended without a record (see {run_log(output)})")
+    elif line:
         why = f"SLURM ended job {job}: {line}"
     elif prior:
         job = (prior.get("slurm") or {}).get("job_id") or job
@@ -86,13 +98,18 @@ def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any]:
 
 def record_ended_runs(pairs: list[tuple[Any, str]], attempt: int) -> int:
     """Write the failure record of every run of this job that has none; archive it too. Returns 0."""
+    from perfsweep.recovery import hold_lock, record_lock_path, release_lock
     from perfsweep.runner import _archive
 
     for spec, output in pairs:
-        if Path(output).exists():
-            continue
-        record = ended_record(spec, output, attempt)
-        _archive(spec, attempt, record)
-        write_json_atomic(output, record)
+        lock = hold_lock(record_lock_path(output), wait=True)  # a runner still in flight finishes first
+        try:
+            if Path(output).exists():
+                continue
+            record = ended_record(spec, output, attempt)
+            _archive(spec, attempt, record)
+            write_json_atomic(output, record)
+        finally:
+            release_lock(lock)
         print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}")
     return 0

@@ -92,6 +92,7 @@ def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_p
     assert proc.returncode != 0
     assert re.search(r"perfsweep: study broken: no successful run \(2 of 2 failed; e\.g\. broken/n=1/rep0: "
                      r"exit code 1: no license 1\)", console), console[-5000:]
+    assert f"nothing to aggregate, see {results}/runs/broken/ and the failure records" in console
 
     recs = {r["run_id"]: r for r in records(results).values()}
     assert len(recs) == 52  # every run of both studies has its record

@@ -36,6 +36,7 @@ def test_failed_runs_are_valid_records_without_a_time(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"time": -1e-9}, "time: -1e-09 is not a finite number >= 0"),
     ({"time": "1.0"}, "time: '1.0' is not a number (status ok)"),
+    ({"wall_time": "abc"}, "wall_time: 'abc' is not a finite number >= 0"),
     ({"repetition": True}, "repetition: True is not a int"),
     ({"config_id": "n=3_m=0.5"}, "config_id: 'n=3_m=0.5' does not match its path ('n=2_m=0.5')"),
     ({"parameters": {"n": 2, "m": 0.25}}, "parameters.m: 0.25 does not match its configuration (0.5)"),
@@ -47,6 +48,20 @@ def test_inconsistent_records_are_named(tmp_path, change, message):
     with pytest.raises(DamagedRecord) as exc:
         check_record(path, **path_fields(path))
     assert str(exc.value) == f"{path}: {message}"
+
+
+def test_check_records_accepts_the_archive_s_killed_attempts_not_a_run_s(tmp_path):
+    killed = {**REC, "status": "killed", "time": None, "error": "terminated by signal 2"}
+    archived = tmp_path / "results" / "archive" / "s" / "n=2_m=0.5" / "rep1.attempt1.20261125T230000.000000Z.json"
+    write_json_atomic(archived, killed)
+    cli = [sys.executable, "-m", "perfsweep.cli", "check-records"]
+    ok = subprocess.run([*cli, str(tmp_path / "results" / "archive")], capture_output=True, text=True)
+    assert ok.returncode == 0 and "1 record(s) checked, none damaged" in ok.stdout, ok.stderr
+    run = tmp_path / "results" / "runs" / "s" / "n=2_m=0.5" / "rep1.json"
+    write_json_atomic(run, killed)
+    bad = subprocess.run([*cli, str(tmp_path / "results")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        f"perfsweep: damaged record {run}: status: 'killed' is not one of ok, failed, timeout")
 
 
 def test_set_aside_moves_never_deletes(tmp_path):

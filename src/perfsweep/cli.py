@@ -266,7 +266,9 @@ def _register_modeling(sub) -> None:
 
 def _check_records(args: argparse.Namespace) -> int:
     """Check run records (files, or directories searched for rep<k>.json) against their paths."""
-    from perfsweep.records import DamagedRecord, check_record, path_fields
+    import re
+
+    from perfsweep.records import ARCHIVED_STATUSES, STATUSES, DamagedRecord, check_record, path_fields
 
     paths: list[Path] = []
     for item in map(Path, args.paths):
@@ -279,7 +281,8 @@ def _check_records(args: argparse.Namespace) -> int:
     damaged = 0
     for path in paths:
         try:
-            check_record(path, **path_fields(path))
+            archived = re.fullmatch(r"rep\d+\.attempt\d+\..*\.json", path.name)  # results/archive/...
+            check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if archived else STATUSES)
         except DamagedRecord as exc:
             print(f"perfsweep: damaged record {exc}", file=sys.stderr)
             damaged += 1

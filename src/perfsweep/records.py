@@ -116,6 +116,7 @@ def cv_of(times: Iterable[float]) -> float:
 
 
 STATUSES = ("ok", "failed", "timeout")
+ARCHIVED_STATUSES = (*STATUSES, "killed")  # an archived attempt may have been cut short (Ctrl-C, scancel)
 
 
 def is_time(value: Any) -> bool:
@@ -128,11 +129,13 @@ class DamagedRecord(UserError):
 
 
 def check_record(path: str | os.PathLike[str], study: str | None = None, config_id: str | None = None,
-                 repetition: int | None = None, params: dict[str, Any] | None = None) -> dict[str, Any]:
+                 repetition: int | None = None, params: dict[str, Any] | None = None,
+                 statuses: tuple[str, ...] = STATUSES) -> dict[str, Any]:
     """Read a record and check it; returns it, or raises DamagedRecord with one line naming the file.
 
-    Checked: readable UTF-8 JSON of this schema with its fields; an ``ok`` run has a finite time >= 0;
-    and, where given, the study, configuration, repetition and parameter values its path stands for.
+    Checked: readable UTF-8 JSON of this schema with its fields and one of ``statuses``; an ``ok`` run
+    has a finite time >= 0, a wall time (where there is one) is a finite number >= 0; and, where given,
+    the study, configuration, repetition and parameter values its path stands for.
     """
     def bad(what: str) -> DamagedRecord:
         return DamagedRecord(f"{path}: {what}")
@@ -161,8 +164,10 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
             raise bad(f"{key}: missing")
         if not isinstance(rec[key], kind) or isinstance(rec[key], bool):
             raise bad(f"{key}: {rec[key]!r} is not a {kind.__name__}")
-    if rec["status"] not in STATUSES:
-        raise bad(f"status: {rec['status']!r} is not one of {', '.join(STATUSES)}")
+    if rec["status"] not in statuses:
+        raise bad(f"status: {rec['status']!r} is not one of {', '.join(statuses)}")
+    if rec.get("wall_time") is not None and not is_time(rec["wall_time"]):
+        raise bad(f"wall_time: {rec['wall_time']!r} is not a finite number >= 0")
     t = rec.get("time")
     if rec["status"] == "ok":
         if isinstance(t, bool) or not isinstance(t, (int, float)):

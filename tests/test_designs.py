@@ -12,7 +12,7 @@ import pytest
 
 from perfsweep import designs
 from perfsweep.config import ConfigError, load_config
-from perfsweep.records import write_json_atomic
+from perfsweep.records import RUN_SCHEMA, write_json_atomic
 from perfsweep.runner import RunSpec
 
 PERFSWEEP = [str(__import__("pathlib").Path(sys.executable).with_name("perfsweep"))]
@@ -145,7 +145,9 @@ def write_records(results, study, configs, func, k=3, rng=None, wall=0.5, sweep=
     for c in configs:
         for rep in range(k):
             t = func(c.params) * (1 + rng.uniform(-0.02, 0.02))
-            rec = {"status": "ok", "time": t, "wall_time": wall, "parameters": c.params}
+            rec = {"schema": RUN_SCHEMA, "run_id": f"{study.name}/{c.config_id}/rep{rep}", "study": study.name,
+                   "config_id": c.config_id, "repetition": rep, "status": "ok", "time": t, "wall_time": wall,
+                   "parameters": c.params}
             if sweep is not None:
                 spec = RunSpec.build(sweep, c, rep)
                 extra = ["--report", f"/tmp/perfsweep-run-{rep}/report.json"] if spec.report_path == "{report}" else []
@@ -261,6 +263,15 @@ def test_plan_prints_design_configurations_runs_and_core_hours(tmp_path):
     assert f"{30 * 9 / 3600:.4g} core-hours ({20 * 9 / 3600:.4g} still to run)" in out.stdout
     assert "records of 5 configurations, their median for the other 10" in out.stdout
     assert out.stdout.splitlines()[-1].startswith("total: 15 configurations, 30 runs (10 measured)")
+    # damaged records (a null time; one copied from another configuration) are set aside and run again
+    runs = tmp_path / "results" / "runs" / "s"
+    first, second = (c.config_id for c in study.configurations()[:2])
+    rec = json.loads((runs / first / "rep0.json").read_text())
+    write_json_atomic(runs / first / "rep0.json", {**rec, "time": None})
+    (runs / second / "rep1.json").write_text((runs / first / "rep1.json").read_text())
+    out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
+    assert "30 runs (8 measured)" in out.stdout, out.stdout
+    assert "; 2 damaged records (perfsweep check-records names them), to be set aside and run again" in out.stdout
 
 
 def test_plan_estimates_only_from_records_of_the_current_launch(tmp_path):

@@ -50,7 +50,7 @@ import numpy as np
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import UserError
-from perfsweep.records import ok_times, study_records, write_json_atomic
+from perfsweep.records import damaged_runs, ok_times, study_records, write_json_atomic
 from perfsweep.rounds import plan_file, planned_repetitions, read_plan
 
 KINDS = ("full", "sparse", "adaptive")
@@ -423,7 +423,9 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     results, processes = sweep.results, sweep.processes
     configs = study.configurations()
     planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
-    records = study_records(results, study.name)
+    damaged = damaged_runs(results, study.name)  # set aside and measured again when the sweep runs
+    records = {cid: {k: r for k, r in reps.items() if (cid, k) not in damaged}
+               for cid, reps in study_records(results, study.name).items()}
     per_run, current, other = {}, {}, 0
     for c in configs:
         recs = list(records.get(c.config_id, {}).values())
@@ -455,6 +457,8 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     if other:
         source += (f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) "
                    "not used and to run again")
+    if damaged:
+        source += f"; {len(damaged)} damaged records (perfsweep check-records names them), to be set aside and run again"
     grid = math.prod(len(v) for v in study.vary.values())
     stopped = read_points(results, study.name).get("stopped") if study.design.kind == "adaptive" else None
     final = stopped is not None and (stopped == "lead terms stable" or stopped.startswith("no model"))

@@ -95,6 +95,21 @@ def study_records(results: str | os.PathLike[str], study: str) -> dict[str, dict
     return out
 
 
+def damaged_runs(results: str | os.PathLike[str], study: str) -> set[tuple[str, int]]:
+    """(config id, repetition) of the study's records that check_record finds damaged (the workflow sets
+    them aside and measures those runs again)."""
+    out = set()
+    for path in sorted((Path(results) / "runs" / study).glob("*/rep*.json")):
+        fields = path_fields(path)
+        if not fields:
+            continue
+        try:
+            check_record(path, **fields)
+        except DamagedRecord:
+            out.add((fields["config_id"], fields["repetition"]))
+    return out
+
+
 def ok_times(records: Iterable[dict[str, Any]]) -> list[float]:
     """The measured times of the good runs (status ok, a numeric time) among ``records``."""
     return [float(r["time"]) for r in records if r.get("status") == "ok" and isinstance(r.get("time"), (int, float))]

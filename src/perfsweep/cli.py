@@ -109,6 +109,9 @@ def _own_report(snakemake_args: list[str], default: str) -> tuple[list[str], str
 
 def _run(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)  # fail fast with one line, before Snakemake starts
+    where = next((d for d in (Path(sweep.results), *Path(sweep.results).absolute().parents) if d.exists()), Path("."))
+    if not os.access(where, os.W_OK):  # (a read-only mount, another user's results)
+        raise UserError(f"{args.config}: results: {sweep.results!r} cannot be written ({where} is read-only for you)")
     snakefile = workflow_dir(args.workflow) / "Snakefile"
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]

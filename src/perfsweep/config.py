@@ -521,6 +521,9 @@ def _check_paths(source: str, data: dict[str, Any]) -> None:
                                              "directory of its own, e.g. results")
     if res.exists() and not res.is_dir():
         raise ConfigError(source, "results", f"{results!r} exists and is not a directory")
+    above = next((a for a in res.parents if a.exists()), None)
+    if not res.exists() and above is not None and not above.is_dir():
+        raise ConfigError(source, "results", f"{results!r} cannot be made: {str(above)!r} is a file, not a directory")
     apps = [("app", data["app"])] + [(f"studies.{n}.app", d["app"]) for n, d in data["studies"].items()
                                      if isinstance(d, dict) and "app" in d]
     for where, app in apps:

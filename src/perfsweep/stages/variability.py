@@ -13,17 +13,25 @@ from perfsweep.stages import PathLike, read, stem
 
 def run(runs: PathLike, table: PathLike, summary: PathLike, varied: list[str],
         cv_threshold: float, study: str | None = None) -> None:
-    var = tables.variability(read(runs), varied, cv_threshold)
+    table_of_runs = read(runs)
+    var = tables.variability(table_of_runs, varied, cv_threshold)
     tables.write_table(var, stem(table), caption="Coefficient of variation per configuration")
     summ = tables.variability_summary(var)
     summ.to_csv(summary, index=False)
-    print(progress_line(study or Path(table).parent.name, var), flush=True)
+    print(progress_line(study or Path(table).parent.name, var, table_of_runs, runs), flush=True)
 
 
-def progress_line(study: str, var: pd.DataFrame) -> str:
-    """One line per finished study for people following a long sweep."""
-    runs, failed = int(var["n_runs"].sum()), int(var["n_failed"].sum())
-    line = f"perfsweep: study {study} measured: {runs - failed}/{runs} runs ok, {failed} failed"
+def progress_line(study: str, var: pd.DataFrame, runs: pd.DataFrame | None = None, where: PathLike = "") -> str:
+    """One line per finished study for people following a long sweep; with failed runs, the first of
+    them and where the others are listed (``runs``, the runs table at ``where``)."""
+    total, failed = int(var["n_runs"].sum()), int(var["n_failed"].sum())
+    line = f"perfsweep: study {study} measured: {total - failed}/{total} runs ok, {failed} failed"
+    bad = runs[runs["status"] != "ok"] if runs is not None and "status" in runs else pd.DataFrame()
+    if len(bad):
+        first = bad.iloc[0]
+        error = str(first.get("error", ""))
+        line += (f" (e.g. {first['run_id']}: {first['status']}: {error[:80] + ('...' if len(error) > 80 else '')};"
+                 f" every run's status and error: {where})")
     cv = var.dropna(subset=["cv"])
     if len(cv):
         worst = cv.loc[cv["cv"].idxmax()]

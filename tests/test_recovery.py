@@ -147,3 +147,24 @@ def test_only_one_snakemake_of_the_workflow_owns_a_directory(tmp_path):
     again = subprocess.run([sys.executable, "-c", code.replace("time.sleep(30)", "pass"), str(tmp_path)],
                            capture_output=True, text=True, timeout=60)
     assert again.stdout.strip() == "True"  # the kernel dropped the lock with the killed process
+
+
+def test_a_second_perfsweep_run_in_the_same_directory_is_refused_in_one_line(tmp_path):
+    """While a workflow runs here (it holds .snakemake/perfsweep.lock), another `perfsweep run` would
+    advise Snakemake's --unlock; it is refused before Snakemake starts and runs nothing."""
+    code = ("import time; from perfsweep import recovery; "
+            "print(recovery.acquire_workdir_lock('.snakemake'), flush=True); time.sleep(60)")
+    (tmp_path / "c.yaml").write_text(
+        'app: {command: "true {n}"}\nparameters: {n: 1}\nstudies: {s: {vary: {n: [1, 2]}}}\nresults: results\n')
+    holder = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "True"
+        second = subprocess.run([sys.executable, "-m", "perfsweep.cli", "run", "c.yaml"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert second.returncode == 2 and second.stderr.strip().splitlines() == [
+        "perfsweep: another perfsweep run is working in this directory: wait for it to end or stop it (Ctrl-C); "
+        "Snakemake's --unlock would let both write the same records"]
+    assert not (tmp_path / "results").exists()

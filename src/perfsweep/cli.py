@@ -132,6 +132,13 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
+    from perfsweep.recovery import hold_lock, release_lock
+
+    free = hold_lock(Path(".snakemake") / "perfsweep.lock", wait=False)  # what a running workflow holds
+    if free is None:
+        raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
+                        "(Ctrl-C); Snakemake's --unlock would let both write the same records")
+    release_lock(free)
     from perfsweep.rounds import run_rounds
 
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs

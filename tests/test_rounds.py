@@ -142,7 +142,7 @@ def test_config_keys(tmp_path):
         assert str(err.value).startswith(f"c.yaml: {where}"), str(err.value)
     with pytest.raises(ConfigError, match="bundle: repetitions would rerun whole bundles"):
         load_config({**base, "repetitions": {"max": 5}, "bundle": "repetitions"})
-    with pytest.raises(ConfigError, match="variability.policy: variability.policy: remeasure with bundle: repetitions"):
+    with pytest.raises(ConfigError, match="variability.policy: remeasure with bundle: repetitions"):
         load_config({**base, "variability": {"policy": "remeasure"}, "bundle": "repetitions"})
     for bad in ({"cv": float("nan")}, {"ci": float("inf")}, {"ci": 0.05, "level": float("nan")}):
         with pytest.raises(ConfigError, match=r"repetitions.until.(cv|ci|level): (nan|inf) is not finite"):

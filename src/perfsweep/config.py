@@ -374,7 +374,7 @@ def _repetitions(source: str, where: str, value: Any, data: dict[str, Any]) -> t
         if "ci" in until:
             until.setdefault("level", 0.95)
     if data["bundle"] == "repetitions" and k_max > k:
-        what = ("variability.policy: remeasure" if not isinstance(value, dict) else "adaptive repetitions")
+        what = "remeasure" if not isinstance(value, dict) else "adaptive repetitions"
         raise ConfigError(source, "variability.policy" if not isinstance(value, dict) else where,
                           f"{what} with bundle: repetitions would rerun whole bundles each round; "
                           "give a fixed number with policy keep-flagged or drop, or bundle: none")

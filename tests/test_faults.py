@@ -179,6 +179,11 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    if (victim, sig) == ("snakemake alone", signal.SIGKILL):  # perfsweep says what happened
+        assert proc.returncode == 128 + signal.SIGKILL
+        assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
+            "perfsweep: Snakemake was stopped by signal 9; finished runs are kept, run the same command again "
+            "to measure the rest")
     if (victim, sig) == ("process group", signal.SIGINT):  # perfsweep waited for Snakemake, then one line
         assert proc.returncode == 130
         assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (

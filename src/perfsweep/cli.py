@@ -128,7 +128,12 @@ def _run(args: argparse.Namespace) -> int:
         # the user's own targets
         full = [*cmd, "--", *targets] if targets else [*cmd, *after_run]
         print("+ " + " ".join(full), flush=True)
-        return _wait(subprocess.Popen(full))
+        rc = _wait(subprocess.Popen(full))
+        if rc < 0:  # Snakemake itself was killed (SIGKILL, the OOM killer): exit as a shell reports it
+            print(f"perfsweep: Snakemake was stopped by signal {-rc}; finished runs are kept, run the same "
+                  "command again to measure the rest", file=sys.stderr, flush=True)
+            return 128 - rc
+        return rc
 
     if dry:
         return snakemake([])

@@ -21,7 +21,7 @@ def test_bind_hands_keys_and_wildcards_by_name():
 
 def test_bind_names_rule_key_and_function_on_a_mismatch():
     with pytest.raises(RuleMismatch, match=r"^rule metrics: output key 'pop_png' is not a parameter of "
-                                           r"perfsweep\.stages\.metrics\.run \(parameters: ranks, regions"):
+                                           r"perfsweep\.stages\.metrics\.run \(parameters: runs, ranks, regions"):
         bind("metrics", metrics.run, {"output": {"pop_png": "x.png"}})
     with pytest.raises(RuleMismatch, match=r"^rule collect: parameter 'regions' of perfsweep\.stages\.collect\.run "
                                            r"is given by no input, output, params or wildcard key"):

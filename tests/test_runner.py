@@ -203,3 +203,19 @@ def test_a_record_written_meanwhile_by_an_interrupted_sweeps_runner_is_kept(tmp_
     assert main(["--spec", spec.to_json(), "--output", str(out)]) == 0
     assert json.loads(out.read_text()) == first  # not measured again, not overwritten
     assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1
+
+
+def test_a_runner_that_cannot_follow_its_run_leaves_a_failure_record_with_the_cause(tmp_path):
+    """An exception of perfsweep's own (here: a timeout beyond what the OS clock takes) is the record's
+    error, not a bare exit without a record."""
+    import dataclasses
+
+    from perfsweep.runner import execute
+
+    spec = dataclasses.replace(spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path)), timeout=1e300)
+    out = tmp_path / "rec.json"
+    rec = execute(spec, out)
+    assert rec["status"] == "failed" and rec["time"] is None and rec["returncode"] is None
+    assert rec["error"].startswith("perfsweep's runner failed: OverflowError: "), rec["error"]
+    assert json.loads(out.read_text())["error"] == rec["error"]
+    assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1

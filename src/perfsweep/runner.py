@@ -240,6 +240,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             "perfsweep_version": __version__,
         }
         started = time.time()
+        broke = None  # why perfsweep itself could not run or follow the app (then no exit code)
         try:
             with scorep.environment(spec.profile):
                 if env is not None and spec.profile:  # the cluster launcher's environment, made before
@@ -252,10 +253,15 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                           returncode=None, time=None)
             _archive(spec, attempt, record)
             raise
+        except Exception as exc:  # a limit of the OS, a bug: the failure record says what, not a bare exit
+            rc, out, err, wall = None, "", "", time.time() - started
+            broke = f"perfsweep's runner failed: {type(exc).__name__}: {exc}"
         record.update(finished_at=_now(), wall_time=wall, returncode=rc,
                       stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
         status, error = "ok", None
-        if rc is None:
+        if broke:
+            status, error = "failed", broke
+        elif rc is None:
             status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s; last lines: "
                                         f"{last_lines(out + chr(10) + err, 3)}")
         elif rc != 0:

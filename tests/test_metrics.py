@@ -211,8 +211,10 @@ def test_an_app_without_per_rank_timings_gets_speed_up_and_efficiency_of_its_run
     runs.to_csv(tmp_path / "runs.csv", index=False)
     for name in ("ranks.csv", "regions.csv"):
         (tmp_path / name).write_text("")  # the collect stage's tables of an app without timings_json
-    out = {k: tmp_path / f"{k}.{'png' if k.endswith('figure') else 'csv'}" for k in (
-        "observables", "scaling", "pop_csv", "pop_spread", "pop_figure", "speedup_figure", "ranks_figure")}
+    out = {k: tmp_path / name for k, name in (  # the rule's file names (pop.png's data would be pop.csv)
+        ("observables", "observables.csv"), ("scaling", "scaling.csv"), ("pop_csv", "pop.csv"),
+        ("pop_spread", "pop_spread.csv"), ("pop_figure", "pop.png"), ("speedup_figure", "speedup_efficiency.png"),
+        ("ranks_figure", "ranks.png"))}
     metrics.run(tmp_path / "runs.csv", tmp_path / "ranks.csv", tmp_path / "regions.csv", **out,
                 varied=["p"], processes="p", scaling_mode="auto", study="s")
     table = pd.read_csv(out["scaling"]).set_index("p")
@@ -220,4 +222,5 @@ def test_an_app_without_per_rank_timings_gets_speed_up_and_efficiency_of_its_run
     np.testing.assert_allclose(table["efficiency"], [1.0, 8.1 / 8.0, 8.1 / 10.0])
     assert table["repetitions"].tolist() == [2, 1, 2]
     assert out["speedup_figure"].stat().st_size > 0
-    assert "no per-rank timings" in out["pop_csv"].read_text()
+    for key in ("observables", "pop_csv", "pop_spread"):  # pop.png's placeholder does not empty pop.csv
+        assert "no per-rank timings" in out[key].read_text()

@@ -23,10 +23,10 @@ def run(runs: PathLike, ranks: PathLike, regions: PathLike, observables: PathLik
     rk = read(ranks)
     others = [v for v in varied if v != processes]
     if rk.empty:  # an external app without per-rank timings: speed-up and efficiency of its run times only
+        for path in (pop_figure, ranks_figure):  # first: a figure's CSV (pop.csv beside pop.png) is the table's
+            placeholder(path, f"{study}: no per-rank timings")
         for path in (observables, pop_csv, pop_spread):
             pd.DataFrame({"note": ["no per-rank timings: the app reports none (timings_json)"]}).to_csv(path, index=False)
-        for path in (pop_figure, ranks_figure):
-            placeholder(path, f"{study}: no per-rank timings")
         times = read(runs)
         table = scaling_table(times[times["status"] == "ok"], processes, "time", stat="median", group_cols=others)
         tables.write_table(table, stem(scaling), caption=f"Speed-up and efficiency of the run times, study {study}")

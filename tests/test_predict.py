@@ -96,3 +96,53 @@ def test_recommend_upper_bound_and_stored_processes(noisy_models_json):
     assert np.allclose(upper["predicted_mean"], model.predict(upper[["n", "q"]].to_numpy()))
     with pytest.raises(PredictError, match="no resamples"):
         recommend(Model(model.param_names, model.terms, model.coefficients), grid, upper=True)
+
+
+def test_models_json_is_strict_json_with_undefined_statistics_as_null():
+    """k = 1: no resamples, so no lead share (NaN); the file must still be JSON other tools parse."""
+    import json
+
+    import numpy as np
+
+    from perfsweep.modeling import fit_model
+    from perfsweep.modeling.model import Model
+
+    x = np.array([[1.0], [2.0], [4.0], [8.0], [16.0]])
+    m = fit_model(x, 2 + 3 * x[:, 0], ["n"])
+    assert np.isnan(m.lead_share)
+    text = json.dumps(m.to_dict(), allow_nan=False)  # raised before: NaN is not JSON
+    assert '"lead_share": null' in text
+    back = Model.from_dict(json.loads(text))
+    assert np.isnan(back.lead_share) and back.predict([[32.0]])[0] == m.predict([[32.0]])[0]
+
+
+def test_a_study_that_held_p_fixed_prices_its_runs_with_that_p(tmp_path):
+    n = np.array([100, 200, 400, 800, 1600.0])
+    model = fit_model(n[:, None], 0.01 + 1e-5 * n, ["n"])
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {"p": 4},
+                                 "processes": None, "model": model.to_dict()}]))
+    best = recommend(load_model(path), {"n": [800]}, "core_hours")
+    assert best["core_hours"].iloc[0] == pytest.approx(best["time"].iloc[0] * 4 / 3600)  # every run had 4 ranks
+
+
+def test_no_finite_prediction_is_refused_by_predict_and_recommend(models_json):
+    model = load_model(models_json)
+    for call in (lambda: predict(model, {"n": [1e300], "p": [1e-300]}),
+                 lambda: recommend(model, {"n": [1e300], "p": [1e-300, 1]})):
+        with pytest.raises(PredictError, match=r"has no finite value at n=1e\+300"):
+            call()
+
+
+def test_a_metric_that_is_not_a_time_has_no_seconds_and_is_not_recommended(tmp_path):
+    n = np.array([100, 200, 400, 800, 1600.0])
+    model = fit_model(n[:, None], 50 * n, ["n"])
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "rate", "fixed": {},
+                                 "model": model.to_dict()}]))
+    cli = [sys.executable, "-m", "perfsweep.cli"]
+    out = subprocess.run([*cli, "predict", str(path), "n=800", "--metric", "rate"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.splitlines()[-1].startswith("n = 800: rate = 4e+04"), out.stdout
+    assert not out.stdout.splitlines()[-1].endswith(" s")
+    bad = subprocess.run([*cli, "recommend", str(path), "n=800", "--metric", "rate"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("perfsweep: --metric rate: recommend ranks configurations by run time")

@@ -228,16 +228,10 @@ def _load_model(args: argparse.Namespace):
 
 
 def _predict(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from perfsweep.modeling.predict import describe, form_note, predict
 
     model = _load_model(args)
     table = predict(model, _values(args.values), args.level)
-    bad = table[~np.isfinite(table["predicted"])]
-    if len(bad):
-        raise UserError(f"{args.models}: the model {model} has no finite value at "
-                        + ", ".join(f"{k}={bad.iloc[0][k]:g}" for k in model.param_names))
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# {form_note(model)}")
     print("\n".join(describe(model, table, args.metric, args.level)))
@@ -245,8 +239,11 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import form_note, recommend
+    from perfsweep.modeling.predict import form_note, is_time, recommend
 
+    if not is_time(args.metric):
+        raise UserError(f"--metric {args.metric}: recommend ranks configurations by run time and core-hours; "
+                        "give a time metric (predict evaluates any metric)")
     model = _load_model(args)
     if args.processes is not None and args.processes not in model.param_names:
         raise UserError(f"--processes {args.processes}: not a parameter of the model ({', '.join(model.param_names)})")

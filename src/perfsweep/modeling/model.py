@@ -42,6 +42,7 @@ class Model:
     runner_up: str = ""  # the most frequent other lead terms among the resamples ...
     runner_up_share: float = float("nan")  # ... and their share
     processes: str | None = None  # the process-count parameter, if the model has one
+    fixed: dict[str, Any] = field(default_factory=dict)  # the study's fixed parameters (models.json), e.g. p = 4
 
     def predict(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -103,7 +104,9 @@ class Model:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """A JSON-able mapping; an undefined statistic (NaN: k = 1, an exact fit) is None, so that the
+        file is strict JSON (null) that other tools read too."""
+        return _strict({
             "param_names": list(self.param_names),
             "terms": [t.to_list() for t in self.terms],
             "coefficients": [float(c) for c in self.coefficients],
@@ -118,10 +121,11 @@ class Model:
             "processes": self.processes,
             "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
                           for b in self.bootstrap],
-        }
+        })
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Model":
+        d = {k: float("nan") if v is None and k in _STATISTICS else v for k, v in d.items()}
         return cls(
             param_names=list(d["param_names"]),
             terms=[Term.from_list(t) for t in d["terms"]],
@@ -135,3 +139,17 @@ class Model:
             lead_share=d.get("lead_share", float("nan")), runner_up=d.get("runner_up", ""),
             runner_up_share=d.get("runner_up_share", float("nan")), processes=d.get("processes"),
         )
+
+
+_STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share")
+
+
+def _strict(value: Any) -> Any:
+    """``value`` with every non-finite float (in mappings and lists) replaced by None."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return value

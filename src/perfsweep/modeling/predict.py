@@ -43,6 +43,7 @@ def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = 
             if e["region"] == region and e["metric"] == metric:
                 model = Model.from_dict(e["model"])
                 model.processes = model.processes or e.get("processes")
+                model.fixed = dict(e.get("fixed") or {})
                 return model
         have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
     except IsADirectoryError:
@@ -79,10 +80,22 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
     resamples (the pipeline's models do), the ``level`` interval ``low`` .. ``high``."""
     grid = _grid(model, values)
     x = grid[model.param_names].to_numpy(float)
-    grid["predicted"] = model.predict(x)
-    if model.bootstrap:
-        grid["low"], grid["high"] = model.interval(x, level)
+    with np.errstate(over="ignore", invalid="ignore"):
+        grid["predicted"] = model.predict(x)
+        if model.bootstrap:
+            grid["low"], grid["high"] = model.interval(x, level)
+    bad = grid[~np.isfinite(grid["predicted"])]
+    if len(bad):
+        raise PredictError(f"the model {model} has no finite value at "
+                           + ", ".join(f"{k}={bad.iloc[0][k]:g}" for k in model.param_names))
     return grid
+
+
+def is_time(metric: str) -> bool:
+    """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric)."""
+    from perfsweep.apps.registry import RUN_METRICS
+
+    return metric in RUN_METRICS or "time" in metric
 
 
 def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9) -> list[str]:
@@ -91,7 +104,7 @@ def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: flo
     lines = []
     for _, row in table.iterrows():
         where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
-        text = f"{where}: {symbol} = {row['predicted']:.4g} s"
+        text = f"{where}: {symbol} = {row['predicted']:.4g}{' s' if is_time(metric) else ''}"
         if "low" in row:
             text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
         lines.append(text)
@@ -133,7 +146,8 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
         table = table.rename(columns={"predicted": "predicted_mean"}).rename(columns={"high": "time"})
     else:
         table = table.rename(columns={"predicted": "time"})
-    p = table[processes] if processes in table else pd.Series(1.0, index=table.index)
+    # a study that held the process count fixed ran every configuration with that many
+    p = table[processes] if processes in table else pd.Series(float(model.fixed.get(processes, 1)), index=table.index)
     table["core_hours"] = table["time"] * p / 3600.0
     if processes in table:
         others = [c for c in model.param_names if c != processes]

@@ -19,7 +19,7 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
                                         modeling=modeling)
     tables.write_table(tab.drop(columns=["latex"]), stem(table), caption=f"Performance models of study {study}")
     with open(models_json, "w") as fh:
-        json.dump(mods, fh, indent=1)
+        json.dump(mods, fh, indent=1, allow_nan=False)  # strict JSON: undefined statistics are null
     preds.to_csv(predictions, index=False)
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if len(main):

@@ -101,10 +101,10 @@ def test_karp_flatt_of_amdahl_is_its_serial_fraction():
 
 @pytest.mark.parametrize("n, t, t1, message", [
     ([2, 4, 8], [5, 3, 2], None, "no t_1"),
-    ([2, 4], [5, 3], 10.0, "need at least 3 points with n > 1 (got 2)"),
+    ([2, 4], [5, 3], 10.0, "need at least 3 points with more than 1 process (got 2)"),
     ([2, 4, 8], [5, -3, 2], 10.0, "times must be positive and finite (got -3.0)"),
     ([2, 4, 4, 8], [5, 3, 3.1, 2], 10.0, "duplicate n = 4"),
-    ([1, 2, 4], [10, 5, 3], 10.0, "need at least 3 points with n > 1 (got 2)"),
+    ([1, 2, 4], [10, 5, 3], 10.0, "need at least 3 points with more than 1 process (got 2)"),
 ])
 def test_errors(n, t, t1, message):
     with pytest.raises(ov.OverheadError, match=message.replace("(", r"\(").replace(")", r"\)")):

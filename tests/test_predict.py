@@ -146,3 +146,17 @@ def test_a_metric_that_is_not_a_time_has_no_seconds_and_is_not_recommended(tmp_p
     assert not out.stdout.splitlines()[-1].endswith(" s")
     bad = subprocess.run([*cli, "recommend", str(path), "n=800", "--metric", "rate"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("perfsweep: --metric rate: recommend ranks configurations by run time")
+
+
+def test_recommend_says_why_it_has_no_answer(tmp_path):
+    n = np.array([100, 200, 400, 800, 1600.0])
+    path = tmp_path / "models.json"
+    for y, kwargs, message in ((0.01 + 1e-5 * n, {"min_efficiency": 0.5}, "the model has no process count 'p'"),
+                               (0.0 * n, {}, "predicts no positive time at any candidate")):
+        path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {},
+                                     "model": fit_model(n[:, None], y, ["n"]).to_dict()}]))
+        with pytest.raises(PredictError, match=message):
+            recommend(load_model(path), {"n": [800]}, **kwargs)
+    path.write_text("[]")  # a study whose every fit failed (models.csv has the reasons)
+    with pytest.raises(PredictError, match=r"\(have: none; the study has no models: models.csv beside it says why\)"):
+        load_model(path)

@@ -74,3 +74,10 @@ def test_markdown_and_latex(tmp_path):
     tex = (tmp_path / "t.tex").read_text()
     assert r"a\_b & v \\" in tex and r"\toprule" in tex
     assert pd.read_csv(tmp_path / "t.csv").shape == (2, 2)
+
+
+def test_variability_rows_follow_the_grid_not_the_text_order_of_the_records():
+    ids = ["n=100", "n=1600", "n=200", "n=400"]  # the order of the record paths (text)
+    runs = pd.DataFrame({"config_id": [c for c in ids for _ in range(2)], "n": [int(c[2:]) for c in ids for _ in range(2)],
+                         "status": "ok", "time": [1.0, 1.1] * 4})
+    assert list(tables.variability(runs, ["n"], 0.1)["config_id"]) == ["n=100", "n=200", "n=400", "n=1600"]

@@ -86,7 +86,7 @@ def check_points(n, t, t1: float | None) -> tuple[np.ndarray, np.ndarray, float]
     if n.shape != t.shape or n.ndim != 1:
         raise OverheadError(f"n and t must be 1-D of the same length (got {n.shape} and {t.shape})")
     if t1 is None or not np.isfinite(t1):
-        raise OverheadError("no t_1: the single-process time is required (a run with n = 1)")
+        raise OverheadError("no t_1: the single-process time is required (a run with 1 process)")
     if t1 <= 0 or np.any(~np.isfinite(t)) or np.any(t <= 0):
         bad = t1 if t1 <= 0 else t[~(np.isfinite(t) & (t > 0))][0]
         raise OverheadError(f"times must be positive and finite (got {bad})")
@@ -98,7 +98,7 @@ def check_points(n, t, t1: float | None) -> tuple[np.ndarray, np.ndarray, float]
     keep = n > 1
     n, t = n[keep], t[keep]
     if len(n) < 3:
-        raise OverheadError(f"need at least 3 points with n > 1 (got {len(n)})")
+        raise OverheadError(f"need at least 3 points with more than 1 process (got {len(n)})")
     order = np.argsort(n)
     return n[order], t[order], float(t1)
 

@@ -97,7 +97,8 @@ def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float) -> p
                    mean=mean, std=std, cv=cv, flagged=bool(cv > cv_threshold) if np.isfinite(cv) else False,
                    cv_threshold=cv_threshold)
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)  # in the grid's order (the records come sorted as text: n=100, n=1600, n=200)
+    return out.sort_values(params, kind="stable").reset_index(drop=True) if len(out) else out
 
 
 def variability_summary(var: pd.DataFrame) -> pd.DataFrame:

@@ -58,7 +58,8 @@ def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = 
     except (KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
         raise PredictError(f"{path}: not a valid models.json (unexpected content: "
                            f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
-    raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have})")
+    why = "" if entries else "; the study has no models: models.csv beside it says why"
+    raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have}{why})")
 
 
 def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
@@ -164,9 +165,14 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
         if name not in table:
             raise PredictError(f"constraint on unknown column {name!r} (have: {', '.join(table.columns)})")
         table = table[op(table[name], value)]
-    if min_efficiency is not None and "efficiency" in table:
+    if min_efficiency is not None:
+        if "efficiency" not in table:
+            raise PredictError(f"--min-efficiency: the model has no process count {processes!r} "
+                               f"(parameters: {', '.join(model.param_names)}), so no efficiency")
         table = table[table["efficiency"] >= min_efficiency]
-    table = table[table["time"] > 0]
     if table.empty:
         raise PredictError("no candidate satisfies the constraints")
+    table = table[table["time"] > 0]
+    if table.empty:
+        raise PredictError(f"the model {model} predicts no positive time at any candidate")
     return table.sort_values(objective, kind="stable").reset_index(drop=True)

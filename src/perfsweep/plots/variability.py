@@ -21,7 +21,8 @@ def variability_figure(var: pd.DataFrame, study: str, path: str | os.PathLike[st
     ax.set_xticks(range(len(data)), data["config_id"], rotation=90, fontsize=max(3, 8 - len(data) // 25))
     cv = data["cv"].dropna()
     ax.set_title(f"{study}: CV per configuration (median {100 * cv.median():.1f} %, max {100 * cv.max():.1f} %, "
-                 f"{int(data['flagged'].sum())} flagged)")
+                 f"{int(data['flagged'].sum())} flagged)" if len(cv) else
+                 f"{study}: no CV (fewer than 2 good repetitions per configuration)")
     ax.set_ylabel("coefficient of variation [%]")
     ax.legend()
     save_figure(fig, path, data)

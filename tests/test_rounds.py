@@ -196,19 +196,20 @@ def test_study_records_by_configuration_and_repetition(tmp_path):
 
 def test_rounds_stop_when_no_step_plans_more(monkeypatch, capsys):
     calls, plans = [], iter([True, True, False])
+    sweep = load_config(config("r", 3))  # (run_rounds gives the steps its adaptive designs' points; none here)
     monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: rounds.Planned(next(plans))])
-    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep=None, results_dir="r") == 0
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep=sweep, results_dir="r") == 0
     assert calls == [["runs"]] * 3 + [[]] and "round 3 of at most" in capsys.readouterr().out
     plans, calls[:] = iter([True] * 10), []
-    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, None, "r", max_rounds=2) == 0
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep, "r", max_rounds=2) == 0
     assert calls == [["runs"]] * 2 + [[]] and "stopped after 2 rounds" in capsys.readouterr().out
     calls[:] = []
-    assert rounds.run_rounds(lambda targets: calls.append(targets) or len(targets), None, "r") == 1
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or len(targets), sweep, "r") == 1
     assert calls == [["runs"], []]  # a failed round ends the rounds; the rest is still built (keep-going)
     # a step that can plan nothing after what it planned (settled): that work comes with the whole workflow
     calls[:] = []
     monkeypatch.setattr(rounds, "ROUND_STEPS", [lambda sweep, results: rounds.Planned(True, settled=True)])
-    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, None, "r") == 0
+    assert rounds.run_rounds(lambda targets: calls.append(targets) or 0, sweep, "r") == 0
     assert calls == [["runs"], []] and "round 2, the last" in capsys.readouterr().out
     # no step can plan anything for this sweep (a fixed k): one invocation of the whole workflow
     calls[:] = []

@@ -137,14 +137,12 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
-    from perfsweep.recovery import hold_lock, release_lock
+    from perfsweep.recovery import workdir_busy
+    from perfsweep.rounds import run_rounds
 
-    free = hold_lock(Path(".snakemake") / "perfsweep.lock", wait=False)  # what a running workflow holds
-    if free is None:
+    if workdir_busy():
         raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
                         "(Ctrl-C); Snakemake's --unlock would let both write the same records")
-    release_lock(free)
-    from perfsweep.rounds import run_rounds
 
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
@@ -278,9 +276,7 @@ def _register_modeling(sub) -> None:
 
 def _check_records(args: argparse.Namespace) -> int:
     """Check run records (files, or directories searched for rep<k>.json) against their paths."""
-    import re
-
-    from perfsweep.records import ARCHIVED_STATUSES, STATUSES, DamagedRecord, check_record, path_fields
+    from perfsweep.records import ARCHIVED_STATUSES, STATUSES, DamagedRecord, check_record, is_archived, path_fields
 
     paths: list[Path] = []
     for item in map(Path, args.paths):
@@ -293,8 +289,7 @@ def _check_records(args: argparse.Namespace) -> int:
     damaged = 0
     for path in paths:
         try:
-            archived = re.fullmatch(r"rep\d+\.attempt\d+\..*\.json", path.name)  # results/archive/...
-            check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if archived else STATUSES)
+            check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if is_archived(path) else STATUSES)
         except DamagedRecord as exc:
             print(f"perfsweep: damaged record {exc}", file=sys.stderr)
             damaged += 1

@@ -491,8 +491,8 @@ def _check_size(source: str, data: dict[str, Any]) -> None:
     total, biggest = 0, ("", 0)
     for sname, sdef in data["studies"].items():
         n = _design_bound(source, sname, sdef, data) if sdef.get("vary") else 0
-        k = sdef.get("repetitions", data["repetitions"])
-        n *= int(k["max"] if isinstance(k, dict) else k * (2 if data["variability"]["policy"] == "remeasure" else 1))
+        where = f"studies.{sname}.repetitions" if "repetitions" in sdef else "repetitions"
+        n *= _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)[1]  # at most
         total += n
         biggest = max(biggest, (sname, n), key=lambda t: t[1])
     if total > MAX_RUNS:

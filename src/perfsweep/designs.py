@@ -50,7 +50,7 @@ import numpy as np
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import UserError
-from perfsweep.records import damaged_runs, ok_times, study_records, write_json_atomic
+from perfsweep.records import ok_times, study_records, write_json_atomic
 from perfsweep.rounds import plan_file, planned_repetitions, read_plan
 
 KINDS = ("full", "sparse", "adaptive")
@@ -423,9 +423,8 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     results, processes = sweep.results, sweep.processes
     configs = study.configurations()
     planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
-    damaged = damaged_runs(results, study.name)  # set aside and measured again when the sweep runs
-    records = {cid: {k: r for k, r in reps.items() if (cid, k) not in damaged}
-               for cid, reps in study_records(results, study.name).items()}
+    damaged: set[tuple[str, int]] = set()  # set aside and measured again when the sweep runs
+    records = study_records(results, study.name, damaged)
     per_run, current, other = {}, {}, 0
     for c in configs:
         recs = list(records.get(c.config_id, {}).values())

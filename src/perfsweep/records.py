@@ -79,34 +79,27 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
         return json.load(fh)
 
 
-def study_records(results: str | os.PathLike[str], study: str) -> dict[str, dict[int, dict[str, Any]]]:
+def study_records(results: str | os.PathLike[str], study: str,
+                  damaged: set[tuple[str, int]] | None = None) -> dict[str, dict[int, dict[str, Any]]]:
     """config id -> {repetition k: record} of the run records ``<results>/runs/<study>/<config_id>/rep<k>.json``
     (in path order). A record that cannot be read or is not a JSON object is left out, as not measured
-    (``perfsweep check-records`` names it); the records are not checked further."""
+    (``perfsweep check-records`` names it); the records are not checked further, unless ``damaged`` (a
+    set) is given: then each is checked against its path (check_record, as the workflow does before it
+    sets damaged ones aside), and a damaged one is left out and its (config id, repetition) added there."""
     out: dict[str, dict[int, dict[str, Any]]] = {}
     for path in sorted((Path(results) / "runs" / study).glob("*/rep*.json")):
         m = re.fullmatch(r"rep(\d+)\.json", path.name)
+        if not m:
+            continue
         try:
-            rec = read_record(path) if m else None
+            rec = read_record(path) if damaged is None else check_record(path, **path_fields(path))
+        except DamagedRecord:
+            damaged.add((path.parent.name, int(m.group(1))))
+            continue
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict):
             out.setdefault(path.parent.name, {})[int(m.group(1))] = rec
-    return out
-
-
-def damaged_runs(results: str | os.PathLike[str], study: str) -> set[tuple[str, int]]:
-    """(config id, repetition) of the study's records that check_record finds damaged (the workflow sets
-    them aside and measures those runs again)."""
-    out = set()
-    for path in sorted((Path(results) / "runs" / study).glob("*/rep*.json")):
-        fields = path_fields(path)
-        if not fields:
-            continue
-        try:
-            check_record(path, **fields)
-        except DamagedRecord:
-            out.add((fields["config_id"], fields["repetition"]))
     return out
 
 
@@ -132,6 +125,16 @@ def cv_of(times: Iterable[float]) -> float:
 
 STATUSES = ("ok", "failed", "timeout")
 ARCHIVED_STATUSES = (*STATUSES, "killed")  # an archived attempt may have been cut short (Ctrl-C, scancel)
+
+
+def archive_name(repetition: int, attempt: int, stamp: str = "*") -> str:
+    """The name of an attempt's copy in ``<results>/archive/<study>/<config>/`` (``*``: a glob of them)."""
+    return f"rep{repetition}.attempt{attempt}.{stamp}.json"
+
+
+def is_archived(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is named as archive_name names an attempt's copy."""
+    return re.fullmatch(r"rep\d+\.attempt\d+\..+\.json", Path(path).name) is not None
 
 
 def is_time(value: Any) -> bool:

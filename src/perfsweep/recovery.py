@@ -73,6 +73,15 @@ def acquire_workdir_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bo
     return True
 
 
+def workdir_busy(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
+    """Whether a Snakemake of this workflow is alive in this directory (it holds the lock above)."""
+    fd = hold_lock(Path(state_dir) / "perfsweep.lock", wait=False)
+    if fd is None:
+        return True
+    release_lock(fd)
+    return False
+
+
 def _marker_keys(incomplete_dir: Path) -> dict[str, Path]:
     """Snakemake's incomplete markers: {output path as in the rule: marker file}."""
     keys = {}

@@ -144,9 +144,6 @@ def adaptive_repetitions(sweep, results_dir: str | Path) -> Planned:
     batches of ``min`` (for the CI: as many as the interval's width suggests), up to ``max``.
     Settled once every configuration still to be measured is planned up to ``max`` (the others met
     their target): nothing it could plan after the next runs."""
-    from perfsweep.designs import add_planned_points
-
-    add_planned_points(sweep)  # the points adaptive designs added get their repetitions like the others
     results = Path(results_dir)
     threshold = sweep.cv_threshold if sweep.cv_policy == "remeasure" else None
     more, settled = False, True
@@ -232,6 +229,9 @@ def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: st
         rc = run_snakemake(["runs"])
         if rc != 0:
             break
+        from perfsweep.designs import add_planned_points
+
+        add_planned_points(sweep)  # every step sees the sweep as the workflow plans it (the designs' points)
         planned = [step(sweep, results_dir) for step in ROUND_STEPS]  # every step, also after one planned more
         if not any(p.more for p in planned):
             break

@@ -35,7 +35,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.records import RUN_SCHEMA, atomic_file, is_time, write_json_atomic
+from perfsweep.records import RUN_SCHEMA, archive_name, atomic_file, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
     from perfsweep.config import Configuration, SweepConfig
@@ -298,7 +298,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
 
 def _archive(spec: RunSpec, attempt: int, record: dict[str, Any]) -> Path:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    archive = Path(spec.archive_dir) / f"rep{spec.repetition}.attempt{attempt}.{stamp}.json"
+    archive = Path(spec.archive_dir) / archive_name(spec.repetition, attempt, stamp)
     write_json_atomic(archive, record)
     return archive
 

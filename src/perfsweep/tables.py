@@ -119,7 +119,7 @@ def _stats(values: pd.Series) -> dict[str, Any]:
 
 
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
-              variability: pd.DataFrame, policy: str, records: str = "results/runs") -> pd.DataFrame:
+              variability: pd.DataFrame, policy: str, records: str | None = None) -> pd.DataFrame:
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
     in long form.
 
@@ -127,14 +127,15 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     phases (maximum over ranks) and the metrics an external app's ``patterns`` read from its output. Other regions carry metric ``time`` (maximum over ranks) and, from a Score-P
     profile, every other metric (visits, bytes, hardware counters: the sum over ranks; ``*time*``
     metrics: the maximum, ``min_*``: the minimum). With policy ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
-    with ``flagged`` set. ``records``: the run records' directory, named when no run succeeded.
+    with ``flagged`` set. ``records``: the study's run records directory, named when no run succeeded.
     """
     if runs.empty or not (runs["status"] == "ok").any():
         study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"
         errors = runs["error"].dropna().astype(str) if "error" in runs else pd.Series(dtype=str)
         example = f"; e.g. {runs['run_id'].iloc[0]}: {errors.iloc[0]}" if len(errors) else ""
         raise NoSuccessfulRun(f"study {study}: no successful run ({len(runs)} of {len(runs)} failed{example});"
-                              f" nothing to aggregate, see {records}/{study}/ and the failure records")
+                              f" nothing to aggregate, see {records + '/' if records else 'its run records'} and the "
+                              "failure records")
     flagged = dict(zip(variability["config_id"], variability["flagged"]))
     n_runs = dict(zip(variability["config_id"], variability["n_runs"]))
     keep = [c for c in flagged if not (policy == "drop" and flagged[c])]

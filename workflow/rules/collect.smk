@@ -50,6 +50,7 @@ rule aggregate:
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         policy=SWEEP.cv_policy,
+        records=lambda wc: f"{R}/runs/{wc.study}",
     log:
         f"{R}/logs/aggregate/{{study}}.log",
     conda:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import __version__
-from perfsweep.records import RUN_SCHEMA, write_json_atomic
+from perfsweep.records import RUN_SCHEMA, archive_name, write_json_atomic
 
 SLURM_LOGS = Path(".snakemake") / "slurm_logs"
 _CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")
@@ -33,7 +33,7 @@ _CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(
 
 def last_archived(archive_dir: str, repetition: int, attempt: int) -> dict[str, Any] | None:
     """The newest archived record of this run's given attempt, if the runner got to write one."""
-    files = sorted(Path(archive_dir).glob(f"rep{repetition}.attempt{attempt}.*.json"))
+    files = sorted(Path(archive_dir).glob(archive_name(repetition, attempt)))
     return json.loads(files[-1].read_text()) if files else None
 
 

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from perfsweep import tables
 from perfsweep.stages import PathLike, read, stem
 
 
 def run(runs: PathLike, ranks: PathLike, regions: PathLike, variability: PathLike,
-        aggregate: PathLike, medians: PathLike, varied: list[str], policy: str) -> None:
-    records = Path(runs).parents[2] / "runs"  # <results>/tables/<study>/runs.csv -> <results>/runs
-    agg = tables.aggregate(read(runs), read(ranks), read(regions), varied, read(variability), policy, str(records))
+        aggregate: PathLike, medians: PathLike, varied: list[str], policy: str, records: str | None = None) -> None:
+    agg = tables.aggregate(read(runs), read(ranks), read(regions), varied, read(variability), policy, records)
     agg.to_csv(aggregate, index=False)
     tables.write_table(tables.medians_wide(agg, varied), stem(medians),
                        caption="Median run time per configuration")

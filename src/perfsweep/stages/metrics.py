@@ -22,26 +22,28 @@ def run(runs: PathLike, ranks: PathLike, regions: PathLike, observables: PathLik
 
     rk = read(ranks)
     others = [v for v in varied if v != processes]
+
+    def speed_up(per_run: pd.DataFrame, t_col: str, of: str) -> None:  # median over repetitions
+        table = scaling_table(per_run, processes, t_col, stat="median", group_cols=others)
+        tables.write_table(table, stem(scaling), caption=f"Speed-up and efficiency{of}, study {study}")
+        speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
+
     if rk.empty:  # an external app without per-rank timings: speed-up and efficiency of its run times only
         for path in (pop_figure, ranks_figure):  # first: a figure's CSV (pop.csv beside pop.png) is the table's
             placeholder(path, f"{study}: no per-rank timings")
         for path in (observables, pop_csv, pop_spread):
             pd.DataFrame({"note": ["no per-rank timings: the app reports none (timings_json)"]}).to_csv(path, index=False)
         times = read(runs)
-        table = scaling_table(times[times["status"] == "ok"], processes, "time", stat="median", group_cols=others)
-        tables.write_table(table, stem(scaling), caption=f"Speed-up and efficiency of the run times, study {study}")
-        speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
+        speed_up(times[times["status"] == "ok"], "time", " of the run times")
         return
     # stragglers on busy time (t_N - t_comm): the root of a Gather waits for the slow rank and would
     # otherwise be flagged as well
     rk = flag_stragglers(from_pipeline_ranks(rk, read(regions)), ["run_id"], t_col="t_busy")
     run_cols = ["run_id", "config_id", *varied]
-    runs = run_totals(rk, run_cols).merge(
+    totals = run_totals(rk, run_cols).merge(
         rk.groupby("run_id")["straggler"].sum().rename("stragglers").reset_index(), on="run_id")
-    runs.to_csv(observables, index=False)
-    table = scaling_table(runs, processes, "t_total", stat="median", group_cols=others)
-    tables.write_table(table, stem(scaling), caption=f"Speed-up and efficiency, study {study}")
-    speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
+    totals.to_csv(observables, index=False)
+    speed_up(totals, "t_total", "")
     mode = detect_scaling(rk[varied].drop_duplicates(), processes) if scaling_mode == "auto" else scaling_mode
     # strong: compare runs of equal other parameters; weak: the problem grows with p, so the smallest-p
     # runs of the whole study are the reference

@@ -108,6 +108,18 @@ def test_base_centre_is_every_parameters_middle_value(centre):
     assert study.design.text() == "sparse (lines through {n = 600, m = 3, c = 2, d = 0.4} + 0 extra)"
 
 
+def test_base_largest_is_every_parameters_largest_value_and_the_corners_opposite_come_first():
+    study = load_config(sweep_config(GRID3, {"kind": "sparse", "base": "largest", "extra": 4})).study("s")
+    assert study.design.base == {"n": 1000, "m": 5, "c": 2.5}
+    assert study.design.text() == "sparse (lines through {n = 1000, m = 5, c = 2.5} + 4 extra)"
+    points = {tuple(c.params[k] for k in GRID3) for c in study.configurations()}
+    lines = {p for p in points if sum(v != b for v, b in zip(p, (1000, 5, 2.5))) <= 1}
+    assert len(lines) == 13 and len(points) == 17
+    # the first extra point is the corner opposite the base; the next ones span the pairs' products
+    assert (200, 1, 1.5) in points - lines
+    assert all(sum(v != b for v, b in zip(p, (1000, 5, 2.5))) >= 2 for p in points - lines)
+
+
 @pytest.mark.parametrize("design, where, message", [
     ({"kind": "sparse", "base": "middle"}, "studies.s.design.base", "'middle' is not a base: give centre"),
     ({"kind": "sparse", "base": 3}, "studies.s.design.base", "3 is not of type 'object', 'string'"),
@@ -272,6 +284,19 @@ def test_plan_prints_design_configurations_runs_and_core_hours(tmp_path):
     out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
     assert "30 runs (8 measured)" in out.stdout, out.stdout
     assert "; 2 damaged records (perfsweep check-records names them), to be set aside and run again" in out.stdout
+
+
+def test_plan_says_which_study_gets_no_model_for_lack_of_values(tmp_path):
+    cfg = sweep_config({"n": [200, 400, 600], "m": [1, 2], "c": [1.5, 2.0]}, "full", results=tmp_path / "results")
+    path = tmp_path / "c.yaml"
+    path.write_text(json.dumps(cfg))
+    out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("  s: "))
+    assert line.endswith("; no model: m has 2, c has 2 values (a model needs at least 3 of each)"), line
+    path.write_text(json.dumps(sweep_config(GRID3, "full", results=tmp_path / "results")))
+    out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
+    assert out.returncode == 0 and "no model" not in out.stdout, out.stdout
 
 
 def test_plan_estimates_only_from_records_of_the_current_launch(tmp_path):

@@ -56,7 +56,7 @@ def test_errors(models_json):
 def test_cli(models_json):
     out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "recommend", str(models_json), "n=4000",
                           "p=1,2,4,8,16,32", "--constraint", "p<=16"], capture_output=True, text=True, check=True)
-    assert "best by time" in out.stdout and out.stdout.splitlines()[4].split()[1] == "16.0"
+    assert "best by time" in out.stdout and out.stdout.splitlines()[5].split()[1] == "16.0"
     bad = subprocess.run([sys.executable, "-m", "perfsweep.cli", "predict", str(models_json), "n=oops", "p=1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.strip() == "perfsweep: 'n=oops': values must be numbers"
@@ -160,3 +160,37 @@ def test_recommend_says_why_it_has_no_answer(tmp_path):
     path.write_text("[]")  # a study whose every fit failed (models.csv has the reasons)
     with pytest.raises(PredictError, match=r"\(have: none; the study has no models: models.csv beside it says why\)"):
         load_model(path)
+
+
+def test_a_process_count_that_is_not_a_whole_number_of_ranks_is_refused(models_json):
+    model = load_model(models_json)
+    model.processes = "p"  # as the pipeline stores it
+    assert len(predict(model, {"n": 1000, "p": [1, 2.0, 64]})) == 3
+    for p in (0.5, 2.5, 0, -4, float("nan")):
+        for call in (lambda: predict(model, {"n": 1000, "p": [1, p]}),
+                     lambda: recommend(model, {"n": 1000, "p": [p, 1]})):
+            with pytest.raises(PredictError, match=r"^p=(0\.5|2\.5|0|-4|nan) is not a process count \(a whole number >= 1\)$"):
+                call()
+
+
+def test_recommends_efficiency_is_relative_to_the_smallest_measured_process_count(tmp_path):
+    """Not to the smallest candidate: a candidate's efficiency (and so --min-efficiency) must not
+    depend on which other candidates are listed; the CLI names the reference."""
+    n = np.array([1000, 2000, 3000, 4000, 5000.0])
+    p = np.array([2, 4, 8, 16, 32.0])
+    x = np.array([(a, b) for a in n for b in p])
+    model = fit_model(x, 0.5 + 2e-3 * x[:, 0] / x[:, 1], ["n", "p"], options=FitOptions(negative_params=("p",)))
+    model.processes = "p"
+    t = lambda p: 0.5 + 2e-3 * 4000 / p  # noqa: E731
+    alone = recommend(model, {"n": 4000, "p": [8]})
+    listed = recommend(model, {"n": 4000, "p": [4, 8, 64]}).set_index("p")
+    assert alone["efficiency"].iloc[0] == pytest.approx(listed.loc[8, "efficiency"], rel=1e-9)
+    assert listed.loc[8, "efficiency"] == pytest.approx(2 * t(2) / (8 * t(8)), rel=1e-4)
+    assert listed.loc[4, "efficiency"] < 1  # p = 4 is not the reference
+    assert len(recommend(model, {"n": 4000, "p": [4, 8, 64]}, min_efficiency=0.5)) == 2  # 64 ranks: 0.19
+    path = tmp_path / "models.json"
+    path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {}, "model": model.to_dict()}]))
+    out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "recommend", str(path), "n=4000", "p=4,8"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "# efficiency = work at p = 2 (the smallest measured) / work, as predicted" in out.stdout

@@ -11,11 +11,12 @@ Designs (config key ``design:`` per study, or at the top level as every study's 
 
 - ``full``: every configuration of the grid (the product of the varied values), the default.
 - ``sparse``: per varied parameter one line of all its values through a base point (the smallest
-  value of every other parameter, or ``base:``: a mapping, or ``centre`` for the middle value of
-  every parameter), as Extra-P's sparse modeler measures (Ritter et al., IPDPS 2020), plus ``extra``
-  points off the lines. Lines through the smallest values are the cheapest; where the smallest values
-  leave the application mostly fixed overhead, they show little of the other parameters' effects, and
-  lines through the centre model better (README, Designs). The lines determine every parameter's own terms;
+  value of every other parameter, or ``base:``: a mapping, ``centre`` for the middle value of every
+  parameter, ``largest`` for the largest), as Extra-P's sparse modeler measures (Ritter et al., IPDPS
+  2020), plus ``extra`` points off the lines. Lines through the smallest values are the cheapest; where
+  the smallest values leave the application mostly fixed overhead, they show little of the other
+  parameters' effects; lines through the centre model the grid better, lines through the largest
+  values the configurations beyond it (README, Designs). The lines determine every parameter's own terms;
   how the terms combine (sums or products: the candidate models that agree on the lines) is seen only
   off the lines. The extra points are chosen to separate those candidates: a model's products of
   parameters are, relative to the base, products of the parameters' distances from it, so every extra
@@ -55,6 +56,7 @@ from perfsweep.rounds import plan_file, planned_repetitions, read_plan
 
 KINDS = ("full", "sparse", "adaptive")
 CENTRE = ("centre", "center")  # base: every parameter at its middle value
+LARGEST = "largest"  # base: every parameter at its largest value
 MAX_CANDIDATES = 200_000  # grid points an extra point or an adaptive round chooses from
 PLAN_SCHEMA = "perfsweep.plan/1"
 
@@ -100,8 +102,10 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
     base = {} if base is None else base  # base: left empty, the default
     if base in CENTRE:  # the middle value of every parameter (of an even count, the lower middle one)
         base = {name: sorted(values)[(len(values) - 1) // 2] for name, values in vary.items()}
+    elif base == LARGEST:
+        base = {name: max(values) for name, values in vary.items()}
     if not isinstance(base, dict):
-        raise ConfigError(source, f"{where}.base", f"{base!r} is not a base: give centre, or a mapping "
+        raise ConfigError(source, f"{where}.base", f"{base!r} is not a base: give centre, largest, or a mapping "
                                                    "of varied parameters to one of their values each")
     for name, v in base.items():
         if name not in vary:
@@ -470,18 +474,26 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
                      total / 3600, to_run / 3600, source, top, top * study.max_repetitions, growth)
 
 
+def few_values(vary: dict[str, list[Any]]) -> str:
+    """What plan says of a study whose model cannot be fitted: a varied parameter with fewer than 3
+    values (perfsweep.modeling.fit needs 3 of each); its runs are still measured and tabulated."""
+    few = [f"{name} has {len(set(values))}" for name, values in vary.items() if len(set(values)) < 3]
+    return f"; no model: {', '.join(few)} values (a model needs at least 3 of each)" if few else ""
+
+
 def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
     """The text ``perfsweep plan`` prints."""
     add_planned_points(sweep)
     plans = [plan_study(sweep, s, seconds) for s in sweep.studies]
     out = [f"{sweep.source}: {len(plans)} studies; estimated core-hours from the run records in {sweep.results}/ "
            f"(wall time x processes)"]
-    for p in plans:
+    for study, p in zip(sweep.studies, plans):
         share = f"{p.configurations} of {p.grid} configurations ({100 * p.configurations / p.grid:.0f} % of the grid)"
         grow = f", up to {p.max_configurations} after its rounds" if p.max_configurations > p.configurations else ""
         upto = f", up to {p.max_runs} with {p.growth}" if p.max_runs > p.runs else ""
         out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured{upto}); "
-                   f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}")
+                   f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}"
+                   + few_values(study.vary))
     runs, measured = sum(p.runs for p in plans), sum(p.measured for p in plans)
     out.append(f"total: {sum(p.configurations for p in plans)} configurations, {runs} runs ({measured} measured), "
                f"{sum(p.core_hours for p in plans):.4g} core-hours ({sum(p.to_run_core_hours for p in plans):.4g} "

@@ -73,7 +73,13 @@ def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:
     axes = [np.atleast_1d(np.asarray(list(v) if isinstance(v, (range, Iterable)) and not isinstance(v, str)
                                      else [v], dtype=float)) for v in (values[p] for p in model.param_names)]
     rows = list(itertools.product(*axes))
-    return pd.DataFrame(rows, columns=model.param_names)
+    table = pd.DataFrame(rows, columns=model.param_names)
+    if model.processes in table:  # a process count is a whole number of ranks
+        p = table[model.processes]
+        bad = p[~(np.isfinite(p) & (p >= 1) & (p == np.round(p)))]
+        if len(bad):
+            raise PredictError(f"{model.processes}={bad.iloc[0]:g} is not a process count (a whole number >= 1)")
+    return table
 
 
 def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.DataFrame:
@@ -151,15 +157,17 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
     p = table[processes] if processes in table else pd.Series(float(model.fixed.get(processes, 1)), index=table.index)
     table["core_hours"] = table["time"] * p / 3600.0
     if processes in table:
-        others = [c for c in model.param_names if c != processes]
-        ref = table.loc[table.groupby(others)[processes].idxmin()] if others else table.loc[[table[processes].idxmin()]]
-        key = ref.set_index(others)[["time", processes]] if others else None
-        if others:
-            base = table[others].merge(key.reset_index(), on=others, how="left", suffixes=("", "_ref"))
-            work_ref = base["time"].to_numpy() * base[processes].to_numpy()
-        else:
-            work_ref = float(ref["time"].iloc[0] * ref[processes].iloc[0])
-        table["efficiency"] = work_ref / (table["time"] * table[processes])
+        # relative to the smallest process count measured (as the metrics stage's scaling table), so
+        # that a candidate's efficiency does not depend on which other candidates are listed
+        column = model.param_names.index(processes)
+        measured = np.asarray(model.points, dtype=float)
+        p_ref = float(measured[:, column].min()) if measured.ndim == 2 and len(measured) else float(table[processes].min())
+        x = table[model.param_names].to_numpy(float, copy=True)
+        x[:, column] = p_ref
+        with np.errstate(over="ignore", invalid="ignore"):
+            t_ref = model.interval(x, level)[1] if upper else model.predict(x)
+        table["efficiency"] = t_ref * p_ref / (table["time"] * table[processes])
+        table.attrs["efficiency_reference"] = (processes, p_ref)
     for text in constraints:
         name, op, value = parse_constraint(text)
         if name not in table:

@@ -250,8 +250,7 @@ def _recommend(args: argparse.Namespace) -> int:
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# {form_note(model)}" + (f"; time = upper bound of the {100 * args.level:g} % interval" if args.upper else ""))
     if "efficiency_reference" in table.attrs:
-        name, ref = table.attrs["efficiency_reference"]
-        print(f"# efficiency = work at {name} = {ref:g} (the smallest measured) / work, as predicted")
+        print(f"# efficiency = work at {table.attrs['efficiency_reference']} / work, as predicted")
     print(f"# best by {args.objective} of {len(table)} candidates:")
     print(table.head(args.top).to_string(index=False))
     return 0

@@ -161,13 +161,14 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
         # that a candidate's efficiency does not depend on which other candidates are listed
         column = model.param_names.index(processes)
         measured = np.asarray(model.points, dtype=float)
-        p_ref = float(measured[:, column].min()) if measured.ndim == 2 and len(measured) else float(table[processes].min())
+        known = measured.ndim == 2 and len(measured) > 0  # a model written by the pipeline has its points
+        p_ref = float(measured[:, column].min() if known else table[processes].min())
         x = table[model.param_names].to_numpy(float, copy=True)
         x[:, column] = p_ref
         with np.errstate(over="ignore", invalid="ignore"):
             t_ref = model.interval(x, level)[1] if upper else model.predict(x)
         table["efficiency"] = t_ref * p_ref / (table["time"] * table[processes])
-        table.attrs["efficiency_reference"] = (processes, p_ref)
+        table.attrs["efficiency_reference"] = f"{processes} = {p_ref:g} (the smallest {'measured' if known else 'candidate'})"
     for text in constraints:
         name, op, value = parse_constraint(text)
         if name not in table:

@@ -470,12 +470,15 @@ def test_a_sparse_designs_models_grow_like_the_full_grids_on_measured_data(name)
         assert len(forces.terms) == 2 and any(all(f.param != 1 for f in t.factors) for t in forces.terms), str(forces)
 
 
-def test_one_lower_order_term_finds_a_part_that_does_not_grow_with_one_parameter():
+@pytest.mark.parametrize("design, size", [({"kind": "sparse", "base": "centre", "extra": 8}, 21),
+                                          ({"kind": "sparse", "base": "largest", "extra": 4}, 17)])
+def test_one_lower_order_term_finds_a_part_that_does_not_grow_with_one_parameter(design, size):
     """T = 0.02 + 2e-7 n m^2 c^3 + 3e-7 n c^3 (work per molecule pair with and without its sites, as in
-    ljmd) measured with 3 % noise on the default config's sparse design (lines through the centre, the 8
-    corners), 8 times: with the models stage's sparse options (one lower-order term beside the
-    product) the model grows like m^2 and extrapolates to n 1200-1400, m 6-7, c 2.75-3; a single
-    product bends m to m^(7/4) and predicts several times worse there."""
+    ljmd) measured with 3 % noise on a sparse design (lines through the centre and the 8 corners; lines
+    through the largest values and 4 extra points, the default config's), 8 times: with the models
+    stage's sparse options (one lower-order term beside the product) the model grows like m^2 and
+    extrapolates to n 1200-1400, m 6-7, c 2.75-3; a single product bends m to m^(7/4) and predicts
+    several times worse there."""
     from dataclasses import replace
 
     from perfsweep.config import load_config
@@ -484,10 +487,9 @@ def test_one_lower_order_term_finds_a_part_that_does_not_grow_with_one_parameter
 
     values = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}
     study = load_config({"app": {"name": "ljmd"}, "parameters": {"n": 600, "m": 3, "d": 0.5, "c": 2.0, "p": 1},
-                         "studies": {"s": {"vary": values, "design": {"kind": "sparse", "base": "centre", "extra": 8}}}
-                         }).study("s")
+                         "studies": {"s": {"vary": values, "design": design}}}).study("s")
     x = np.array([[c.params[k] for k in values] for c in study.configurations()], float)
-    assert len(x) == 21
+    assert len(x) == size
     beyond = np.array(list(itertools.product([1200, 1400], [6, 7], [2.75, 3.0])), float)
 
     def truth(p):

@@ -10,16 +10,17 @@ often that can hold at all. Each trial draws every run of the full grid (5 x 5 x
 grid, of each sparse design and of the held-out points independently: the law's value times
 exp(N(0, cv)); k runs per configuration, their mean fitted and their median held out, as bench/designs.py
 does; the models are the models stage's (perfsweep.modeling.pipeline.fit_options: full or sparse
-options). It prints per design the cost (the law's summed time, as a share of the full grid's), the
-share of trials in which its held-out error is within 1.5x of the full grid's, and the median error.
+options). It prints per design the cost (the law's summed time, as a share of the full grid's;
+bench/designs.py's core-hours also count each launch), the share of trials in which its held-out error is within 1.5x of the full grid's, and the median error.
 
 Laws: ``forces`` (the full grids' step/forces model of bench/designs.py, 0.00373 + 3.37e-7 n^(2/3)
 log2(n)^2 m^2 c^(8/3): inside the search space), ``physics`` (0.003 + 2e-7 n m^2 c^3 + 3e-7 n c^3: the
-work per molecule pair with and without its sites). The default cv, 0.043, is the root mean square
-of the log-spread of step/forces over the repetitions of the full grids of 26 runs of bench/designs.py
-(2026-11-25/26; their median per-configuration CV was 0.027, the noise has heavy tails). Measured in
-those runs, the full grid's held-out error was 0.026 (median; here 0.023), the default sparse
-design's 0.034 (here 0.026): what remains is the modeler meeting a law it does not contain.
+work per molecule pair with and without its sites). The default cv, 0.043, is the spread of log step/forces
+time over a configuration's repetitions, root mean square over a full grid's configurations, median
+over the full grids of 26 runs of bench/designs.py (2026-11-25/26; their median per-configuration CV
+was 0.027: the noise has heavy tails). Measured in
+those runs, the full grid's held-out error was 0.026 (median; here 0.023), lines through the
+centre + 8's 0.034 (here 0.026): what remains is the modeler meeting a law it does not contain.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsweep.designs import Design, extra_points, line_points
+from perfsweep.designs import extra_points, line_points, parse_design
 from perfsweep.modeling.fit import fit_models
 from perfsweep.modeling.pipeline import fit_options
 
@@ -44,15 +45,13 @@ LAWS = {
     "forces": lambda n, m, c: 0.00373 + 3.37e-7 * n ** (2 / 3) * np.log2(n) ** 2 * m ** 2 * c ** (8 / 3),
     "physics": lambda n, m, c: 0.003 + 2e-7 * n * m ** 2 * c ** 3 + 3e-7 * n * c ** 3,
 }
-DESIGNS = {"sparse, lines through the centre + 8 (the default)": {"base": "centre", "extra": 8},
-           "sparse, lines through the largest values + 4": {"base": "largest", "extra": 4}}
+DESIGNS = {"sparse, lines through the centre + 8": {"base": "centre", "extra": 8},
+           "sparse, lines through the largest values + 4 (default)": {"base": "largest", "extra": 4}}
 
 
 def design_points(base: str, extra: int) -> np.ndarray:
     vary = {k: list(v) for k, v in GRID.items()}
-    at = {"centre": {k: sorted(v)[(len(v) - 1) // 2] for k, v in vary.items()},
-          "largest": {k: max(v) for k, v in vary.items()}}[base]
-    design = Design(kind="sparse", base=at, extra=extra)
+    design = parse_design({"kind": "sparse", "base": base, "extra": extra}, "bench", "design", vary)
     lines = line_points(design, vary)
     chosen = lines + extra_points(design, vary, lines)
     return np.array([[vary[k][i] for k, i in zip(NAMES, p)] for p in chosen], float)

@@ -18,7 +18,7 @@ one design after the other, as this bench did until 2026-11-25, the designs and 
 were minutes apart, and the host's speed drifted between them by up to 4 % (the medians of the
 configurations two designs shared differed by a factor 0.96-1.02): as much as the held-out errors
 being compared. ``--keep DIR`` keeps the measurement (DIR/results, DIR/config.yaml, DIR/bench.json),
-``--judge DIR [DIR ...]`` judges it again without measuring; with several, it also counts the
+``--judge DIR [DIR ...]`` judges kept measurements again without measuring; with several, it also counts the
 measurements that met each target (the exit status is 0 only if all met all).
 
 Run length: 60 steps per run by default (was 10): the median configuration (n 600, m 3, c 2) then

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perfsweep.designs import extra_points, line_points, parse_design
+from perfsweep.config import load_config
 from perfsweep.modeling.fit import fit_models
 from perfsweep.modeling.pipeline import fit_options
 
@@ -50,11 +50,11 @@ DESIGNS = {"sparse, lines through the centre + 8": {"base": "centre", "extra": 8
 
 
 def design_points(base: str, extra: int) -> np.ndarray:
-    vary = {k: list(v) for k, v in GRID.items()}
-    design = parse_design({"kind": "sparse", "base": base, "extra": extra}, "bench", "design", vary)
-    lines = line_points(design, vary)
-    chosen = lines + extra_points(design, vary, lines)
-    return np.array([[vary[k][i] for k, i in zip(NAMES, p)] for p in chosen], float)
+    """The points of a sparse design of the grid, as the workflow plans them (Study.configurations)."""
+    study = load_config({"app": {"name": "ljmd"}, "parameters": {"n": 600, "m": 3, "d": 0.5, "c": 2.0, "p": 1},
+                         "studies": {"s": {"vary": GRID, "design": {"kind": "sparse", "base": base, "extra": extra}}}
+                         }).study("s")
+    return np.array([[c.params[k] for k in NAMES] for c in study.configurations()], float)
 
 
 def main() -> int:

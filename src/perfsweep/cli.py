@@ -237,9 +237,9 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import form_note, is_time, recommend
+    from perfsweep.modeling.predict import form_note, is_time_metric, recommend
 
-    if not is_time(args.metric):
+    if not is_time_metric(args.metric):
         raise UserError(f"--metric {args.metric}: recommend ranks configurations by run time and core-hours; "
                         "give a time metric (predict evaluates any metric)")
     model = _load_model(args)

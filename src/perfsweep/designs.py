@@ -475,10 +475,12 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
 
 
 def few_values(vary: dict[str, list[Any]]) -> str:
-    """What plan says of a study whose model cannot be fitted: a varied parameter with fewer than 3
-    values (perfsweep.modeling.fit needs 3 of each); its runs are still measured and tabulated."""
-    few = [f"{name} has {len(set(values))}" for name, values in vary.items() if len(set(values)) < 3]
-    return f"; no model: {', '.join(few)} values (a model needs at least 3 of each)" if few else ""
+    """What plan says of a study whose model cannot be fitted: a varied parameter with fewer values
+    than the modeler needs (MIN_VALUES); its runs are still measured and tabulated."""
+    from perfsweep.modeling.fit import MIN_VALUES
+
+    few = [f"{name} has {len(set(values))}" for name, values in vary.items() if len(set(values)) < MIN_VALUES]
+    return f"; no model: {', '.join(few)} values (a model needs at least {MIN_VALUES} of each)" if few else ""
 
 
 def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:

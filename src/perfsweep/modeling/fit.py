@@ -67,6 +67,7 @@ _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate ar
 _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
 _MARGIN = 1.25  # refine the candidates whose weighted RSS is within this factor of the best
+MIN_VALUES = 3  # distinct values of each parameter a model needs (5 are advised: FewValuesWarning)
 
 
 class ModelingError(ValueError):
@@ -253,8 +254,8 @@ def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
         raise ModelingError("parameter values must be finite and positive (log2 and powers of them are taken)")
     for k, name in enumerate(names):
         distinct = len(np.unique(x[:, k]))
-        if distinct < 3:
-            raise ModelingError(f"parameter {name} has {distinct} distinct values; at least 3 are needed")
+        if distinct < MIN_VALUES:
+            raise ModelingError(f"parameter {name} has {distinct} distinct values; at least {MIN_VALUES} are needed")
         if distinct < 5:
             warnings.warn(f"parameter {name} has only {distinct} distinct values; 5 or more are advised",
                           FewValuesWarning, stacklevel=4)

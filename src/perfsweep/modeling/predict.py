@@ -98,7 +98,7 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
     return grid
 
 
-def is_time(metric: str) -> bool:
+def is_time_metric(metric: str) -> bool:
     """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric)."""
     from perfsweep.apps.registry import RUN_METRICS
 
@@ -111,7 +111,7 @@ def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: flo
     lines = []
     for _, row in table.iterrows():
         where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
-        text = f"{where}: {symbol} = {row['predicted']:.4g}{' s' if is_time(metric) else ''}"
+        text = f"{where}: {symbol} = {row['predicted']:.4g}{' s' if is_time_metric(metric) else ''}"
         if "low" in row:
             text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
         lines.append(text)

@@ -1,6 +1,7 @@
 """The sweep is incremental by construction: the real Snakemake, run twice, counting benchmark runs."""
 
 import re
+import shutil
 import sys
 
 import pandas as pd
@@ -14,9 +15,9 @@ pytestmark = pytest.mark.slow
 APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok')"
 
 
-def write_config(path, results, *, n=(1, 2), k=2, cv=0.1):
+def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP):
     cfg = {
-        "app": {"command": f"{{launcher}} {sys.executable} -c \"{APP}\" {{n}} {{m}}"},
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}} {{m}}"},
         "parameters": {"n": 1, "m": 1},
         "studies": {"nm": {"vary": {"n": list(n), "m": [1, 2]}}},
         "repetitions": k,
@@ -52,6 +53,26 @@ def test_reruns_only_what_changed(tmp_path):
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
     assert len(runs) == 18 and set(runs["status"]) == {"ok"}
     assert len(list((results / "archive").rglob("*.json"))) == 18  # every run once, nothing overwritten
+
+
+def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata(tmp_path):
+    """The records of another launch are set aside and measured again, as `perfsweep plan` says: also
+    in a copy of a results directory, where Snakemake has no metadata (its params trigger ran nothing)."""
+    cfg, results, copy = tmp_path / "c.yaml", tmp_path / "results", tmp_path / "copy"
+    write_config(cfg, results)
+    assert run_jobs(cfg, tmp_path) == 8
+    shutil.copytree(results, copy, symlinks=True)  # cp -a
+    write_config(cfg, copy, app=APP.replace("0.01", "0.02"))  # the app changed
+    dry = snakemake("-n", "--cores", "2", "--configfile", cfg, cwd=tmp_path)
+    assert ("perfsweep: study nm: 8 record(s) of another launch (app, args, launcher or the Python that runs it "
+            "since changed) would be set aside under results/superseded/ and measured again") in dry.stderr
+    assert not (copy / "superseded").exists()
+    assert run_jobs(cfg, tmp_path) == 8
+    aside = sorted((copy / "superseded").rglob("rep*.json"))
+    assert [p.read_bytes() for p in aside] == [p.read_bytes() for p in sorted((results / "runs").rglob("rep*.json"))]
+    assert run_jobs(cfg, tmp_path) == 0
+    write_config(cfg, copy)  # and back: the records of the new launch are set aside in turn
+    assert run_jobs(cfg, tmp_path) == 8 and len(list((copy / "superseded").rglob("rep*.json"))) == 16
 
 
 def test_bundled_repetitions_run_in_one_job_per_configuration(tmp_path):

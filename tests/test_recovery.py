@@ -132,6 +132,34 @@ def test_repair_records_names_and_sets_aside_only_damaged_ones(tmp_path):
     assert aside.read_text() == '{"schema": "perfsweep.run/1", "ti'
 
 
+def test_repair_records_sets_aside_the_records_of_another_launch_per_study(tmp_path):
+    results = tmp_path / "results"
+    paths = [results / "runs" / s / "n=1" / f"rep{k}.json" for s in ("s", "t") for k in range(2)]
+    expected = []
+    for path in paths:
+        study, k = path.parts[-3], int(path.stem[3:])
+        write_json_atomic(path, {**REC, "run_id": f"{study}/n=1/rep{k}", "study": study, "config_id": "n=1",
+                                 "repetition": k, "parameters": {"n": 1}, "launch": {"command": [study, str(k)]}})
+        expected.append((str(path), {"study": study, "config_id": "n=1", "repetition": k, "params": {"n": 1}}))
+
+    def launched(fields, record):  # study t's launch changed, and s's rep1 was made by another
+        return fields["study"] == "s" and record["launch"]["command"] == ["s", "0"]
+
+    lines = recovery.repair_records(expected, results, dry_run=True, log=lambda line: None, launched=launched)
+    assert lines == ["perfsweep: study s: 1 record(s) of another launch (app, args, launcher or the Python that runs "
+                     "it since changed) would be set aside under results/superseded/ and measured again",
+                     "perfsweep: study t: 2 record(s) of another launch (app, args, launcher or the Python that runs "
+                     "it since changed) would be set aside under results/superseded/ and measured again"]
+    assert all(p.exists() for p in paths) and not (results / "superseded").exists()
+    texts = {p: p.read_text() for p in paths}
+    lines = recovery.repair_records(expected, results, log=lambda line: None, launched=launched)
+    assert len(lines) == 2 and lines[1].startswith("perfsweep: study t: 2 record(s) of another launch")
+    assert lines[1].endswith(", measured again") and " moved under " + str(results / "superseded") in lines[1]
+    assert [p.exists() for p in paths] == [True, False, False, False]
+    aside = {p.relative_to(p.parents[3]): p.read_text() for p in (results / "superseded").rglob("rep*.json")}
+    assert aside == {p.relative_to(results): texts[p] for p in paths[1:]}  # moved whole, nothing deleted
+
+
 def test_only_one_snakemake_of_the_workflow_owns_a_directory(tmp_path):
     code = ("import sys, time; from perfsweep import recovery; "
             "print(recovery.acquire_workdir_lock(sys.argv[1]), flush=True); time.sleep(30)")

@@ -205,14 +205,16 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
     return rec
 
 
-def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], stamp: str) -> Path:
-    """Move a damaged file under ``<results>/quarantine/<stamp>/`` (same relative path); never deletes."""
+def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], stamp: str,
+              folder: str = "quarantine") -> Path:
+    """Move a file under ``<results>/<folder>/<stamp>/`` (same relative path); never deletes. Damaged
+    files go to ``quarantine``, records of another launch to ``superseded``."""
     path, results = Path(path), Path(results)
     try:
         rel = path.resolve().relative_to(results.resolve())
     except ValueError:
         rel = Path(path.name)
-    target = results / "quarantine" / stamp / rel
+    target = results / folder / stamp / rel
     target.parent.mkdir(parents=True, exist_ok=True)
     n = 1
     while target.exists():

@@ -7,7 +7,8 @@ only, so that the same command that was interrupted completes the sweep, with no
     # expected: [(record path, {study, config_id, repetition, params}), ...] for every run of the sweep
     recovery.prepare(expected, "results", dry_run=recovery.dry_run_requested(sys.argv[1:]))
     # = if acquire_workdir_lock(): clear_stale_state(...) (stale locks, incomplete markers), then
-    #   repair_records(...) (damaged records named and set aside)
+    #   repair_records(...) (damaged records named and set aside; with launched=, records of another
+    #   launch too)
 
 Why this is safe: every Snakemake that runs this workflow in a directory holds an exclusive ``flock``
 on ``.snakemake/perfsweep.lock`` while it lives (the kernel drops it when the process dies, also on
@@ -28,7 +29,7 @@ import fcntl
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from perfsweep.records import DamagedRecord, check_record, set_aside
 
@@ -148,17 +149,27 @@ def clear_stale_state(state_dir: str | os.PathLike[str], results: str | os.PathL
 
 
 def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str | os.PathLike[str],
-                   dry_run: bool = False, log=print) -> list[str]:
+                   dry_run: bool = False, log=print,
+                   launched: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None) -> list[str]:
     """Check every existing record; move damaged ones under ``<results>/quarantine/<time>/`` so that
     their runs are measured again. ``expected`` gives (record path, fields its path stands for:
-    study, config_id, repetition, params). Returns one line per damaged record."""
+    study, config_id, repetition, params). Returns one line per damaged record, and one per study
+    with records of another launch.
+
+    ``launched(fields, record)``: whether the sweep's launch now is the one that made the record
+    (RunSpec.launched). The others (the app, its args, the launcher or the Python that runs it changed)
+    move under ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts
+    them. Snakemake would rerun them too (the launch is a param of the run job), but only where its
+    metadata for the record's path exists: not in a copied results directory or after ``.snakemake``
+    was removed, where it ran nothing while plan said they would run again."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     lines = []
+    superseded: dict[str, int] = {}
     for path, fields in expected:
         if not os.path.lexists(path):
             continue
         try:
-            check_record(path, **fields)
+            record = check_record(path, **fields)
         except DamagedRecord as exc:
             if dry_run:
                 line = f"perfsweep: damaged record {exc}; would be set aside and measured again"
@@ -167,6 +178,18 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
                 line = f"perfsweep: damaged record {exc}; moved to {target}, measured again"
             lines.append(line)
             log(line)
+            continue
+        if launched is not None and not launched(fields, record):
+            if not dry_run:
+                set_aside(path, results, stamp, folder="superseded")
+            superseded[fields["study"]] = superseded.get(fields["study"], 0) + 1
+    for study, count in superseded.items():
+        where = Path(results) / "superseded" / stamp
+        line = (f"perfsweep: study {study}: {count} record(s) of another launch (app, args, launcher or the Python "
+                f"that runs it since changed) " + ("would be set aside under results/superseded/ and measured again"
+                                                    if dry_run else f"moved under {where}, measured again"))
+        lines.append(line)
+        log(line)
     return lines
 
 
@@ -190,7 +213,8 @@ def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
 
 
 def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir: str = ".snakemake",
-            dry_run: bool = False, bundles: bool = False) -> None:
+            dry_run: bool = False, bundles: bool = False,
+            launched: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None) -> None:
     """What the workflow calls while it is parsed in the main Snakemake process."""
     def log(line: str) -> None:
         sys.stderr.write(line + "\n")
@@ -199,7 +223,7 @@ def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir:
         return  # another Snakemake of this workflow is alive here: its state is not stale
     if not dry_run:
         clear_stale_state(state_dir, results, log=log)
-    repair_records(expected, results, dry_run=dry_run, log=log)
+    repair_records(expected, results, dry_run=dry_run, log=log, launched=launched)
     if bundles:
         reopen_bundles(expected, results, dry_run=dry_run, log=log)
 

@@ -192,11 +192,21 @@ def get_all_run_records(wildcards=None):
     return [path for path, _ in get_expected_records()]
 
 
+@functools.lru_cache(maxsize=None)
+def _launch_spec(study, config_id):
+    return RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)
+
+
+def record_launched(fields, record):
+    """Whether the sweep's launch now made the record (else it is set aside and measured again)."""
+    return _launch_spec(fields["study"], fields["config_id"]).launched(record)
+
+
 if workflow.is_main_process:
     from perfsweep import recovery
 
     recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
-                     bundles=SWEEP.bundle == "repetitions")
+                     bundles=SWEEP.bundle == "repetitions", launched=record_launched)
 
 
 # ---- the report's extra content (report.smk): what `all` asks of it

@@ -21,7 +21,7 @@
 # after an interruption of any kind (even SIGKILL of Snakemake alone) the same command completes the
 # sweep: stale locks go, finished records are kept (they are written atomically), runs still in flight
 # are waited for. Damaged records are named in one line, moved under results/quarantine/ and measured
-# again; every record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is
+# again, records of another launch (common.smk: record_launched) under results/superseded/; every record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is
 # measured again too. (get_expected_records, get_all_run_records and that step are in common.smk.)
 
 

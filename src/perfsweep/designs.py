@@ -51,7 +51,7 @@ import numpy as np
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import UserError
-from perfsweep.records import ok_times, study_records, write_json_atomic
+from perfsweep.records import OTHER_LAUNCH, ok_times, study_records, write_json_atomic
 from perfsweep.rounds import plan_file, planned_repetitions, read_plan
 
 KINDS = ("full", "sparse", "adaptive")
@@ -458,8 +458,7 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
     else:
         source = f"records of {len(per_run)} configurations, their median for the other {len(configs) - len(per_run)}"
     if other:
-        source += (f"; {other} records of another launch (app, args, launcher or the Python that runs it since changed) "
-                   "not used and to run again")
+        source += f"; {other} records {OTHER_LAUNCH} not used and to run again"
     if damaged:
         source += f"; {len(damaged)} damaged records (perfsweep check-records names them), to be set aside and run again"
     grid = math.prod(len(v) for v in study.vary.values())

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfsweep.records import DamagedRecord, check_record, set_aside
+from perfsweep.records import OTHER_LAUNCH, DamagedRecord, check_record, set_aside
 
 _HELD: list[int] = []  # file descriptors of locks held for the life of this process
 
@@ -185,9 +185,9 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
             superseded[fields["study"]] = superseded.get(fields["study"], 0) + 1
     for study, count in superseded.items():
         where = Path(results) / "superseded" / stamp
-        line = (f"perfsweep: study {study}: {count} record(s) of another launch (app, args, launcher or the Python "
-                f"that runs it since changed) " + ("would be set aside under results/superseded/ and measured again"
-                                                    if dry_run else f"moved under {where}, measured again"))
+        line = (f"perfsweep: study {study}: {count} record(s) {OTHER_LAUNCH} "
+                + ("would be set aside under results/superseded/ and measured again" if dry_run
+                   else f"moved under {where}, measured again"))
         lines.append(line)
         log(line)
     return lines

@@ -192,8 +192,8 @@ def get_all_run_records(wildcards=None):
     return [path for path, _ in get_expected_records()]
 
 
-@functools.lru_cache(maxsize=None)
-def _launch_spec(study, config_id):
+@functools.lru_cache(maxsize=1)  # the expected records come configuration by configuration; unbounded,
+def _launch_spec(study, config_id):  # it would keep every spec (19 MB for 7,776 configurations)
     return RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)
 
 

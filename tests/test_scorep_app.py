@@ -159,3 +159,17 @@ def test_ranks_and_threads_of_a_profile():
     assert regions[0]["main->omp parallel"]["time"] == max(omp[:2])
     assert regions[1]["main->omp parallel"]["time"] == max(omp[2:])
     assert regions[0]["main->omp parallel"]["visits"] == sum(values["main->omp parallel", "visits"][:2])
+
+
+def test_bundled_repetitions_write_a_profile_each(tmp_path):
+    """With bundle: repetitions the k runs of a configuration share one job; each keeps its own
+    profile (until 2026-11-26 every repetition of a bundle was given repetition 0's)."""
+    cfg = {**config(tmp_path), "bundle": "repetitions", "studies": {"mm": {"vary": {"n": [4, 8, 16]}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake("--cores", "2", "--configfile", tmp_path / "c.yaml", cwd=tmp_path, check=False)
+    for n in (4, 8, 16):
+        for k in range(2):
+            rec = json.loads((tmp_path / "results" / "runs" / "mm" / f"n={n}" / f"rep{k}.json").read_text())
+            assert rec["status"] == "ok", rec["error"]
+            assert rec["profile"] == f"scorep/mm/n={n}/rep{k}/profile.cubex"
+            assert (tmp_path / rec["profile"]).is_file()

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +125,15 @@ class RunSpec:
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
                    launcher=" ".join(launcher), cluster=cluster,
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
+
+    @classmethod
+    def build_repetitions(cls, sweep: SweepConfig, cfg: Configuration, count: int) -> list["RunSpec"]:
+        """The specs of a configuration's repetitions 0..count-1 (bundle mode): built once and copied
+        with each repetition; a Score-P profile path may name the repetition, so those are built each."""
+        first = cls.build(sweep, cfg, 0)
+        if first.profile is not None:
+            return [first] + [cls.build(sweep, cfg, k) for k in range(1, count)]
+        return [replace(first, repetition=k) for k in range(count)]
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS_COUNT) -> list[str]:

@@ -129,13 +129,12 @@ def get_paper_input(key, default):
 def get_bundle_args(study, config_id):
     """--spec/--output pairs for all repetitions of one configuration (bundle mode), shell-quoted."""
     import shlex
-    from dataclasses import replace
 
-    spec = RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)  # built once, k repetitions of it
+    specs = RunSpec.build_repetitions(SWEEP, CONFIGS[(study, config_id)], REPS[(study, config_id)])
     return " ".join(
-        f"--spec {shlex.quote(replace(spec, repetition=k).to_json())}"
-        f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{k}.json')}"
-        for k in range(REPS[(study, config_id)])
+        f"--spec {shlex.quote(spec.to_json())}"
+        f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{spec.repetition}.json')}"
+        for spec in specs
     )
 
 

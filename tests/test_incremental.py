@@ -85,3 +85,25 @@ def test_bundled_repetitions_run_in_one_job_per_configuration(tmp_path):
     assert len(jobs) == 4  # 2 n x 2 m configurations, each with its 3 repetitions
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
     assert len(runs) == 12 and set(runs["status"]) == {"ok"} and set(runs["repetition"]) == {0, 1, 2}
+
+
+def test_bundles_with_a_missing_or_superseded_record_run_again(tmp_path):
+    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
+    write_config(cfg, results, k=2)
+    cfg.write_text(cfg.read_text() + "bundle: repetitions\n")
+
+    def bundles_run():
+        proc = snakemake("--cores", "2", "--configfile", cfg, cwd=tmp_path)
+        return len(re.findall(r"^\s*(?:local)?rule run_nm:", proc.stdout + proc.stderr, re.MULTILINE)), proc.stderr
+
+    assert bundles_run()[0] == 4
+    (results / "runs" / "nm" / "n=2_m=1" / "rep1.json").unlink()  # a deleted record: its bundle runs again
+    count, err = bundles_run()
+    assert count == 1 and "perfsweep: study nm: 1 bundle(s) with a missing record" in err
+    write_config(cfg, results, k=2, app=APP.replace("0.01", "0.02"))  # the app changed: every bundle
+    cfg.write_text(cfg.read_text() + "bundle: repetitions\n")
+    count, err = bundles_run()
+    assert count == 4 and "perfsweep: study nm: 8 record(s) of another launch" in err
+    assert "perfsweep: study nm: 4 bundle(s) with a missing record" in err and len(list(
+        (results / "superseded").rglob("rep*.json"))) == 8
+    assert bundles_run()[0] == 0

@@ -160,6 +160,24 @@ def test_repair_records_sets_aside_the_records_of_another_launch_per_study(tmp_p
     assert aside == {p.relative_to(results): texts[p] for p in paths[1:]}  # moved whole, nothing deleted
 
 
+def test_reopen_bundles_sets_aside_the_manifest_of_a_bundle_with_a_missing_record_once(tmp_path):
+    results = tmp_path / "results"
+    manifests = {c: results / "bundles" / "s" / f"{c}.txt" for c in ("n=1", "n=2", "n=3")}
+    for c, manifest in manifests.items():
+        manifest.parent.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(c)
+    expected = [(str(results / "runs" / "s" / c / f"rep{k}.json"), {"study": "s", "config_id": c, "repetition": k})
+                for c in manifests for k in range(2)]
+    write_json_atomic(results / "runs" / "s" / "n=3" / "rep0.json", REC)  # n=3 lacks rep1 only; n=1, n=2 both
+    line = f"perfsweep: study s: 3 bundle(s) with a missing record (the first: {expected[0][0]}) "
+    assert recovery.reopen_bundles(expected, results, dry_run=True, log=lambda x: None) == [line + "would run again"]
+    assert all(m.exists() for m in manifests.values())
+    assert recovery.reopen_bundles(expected, results, log=lambda x: None) == [line + "run again"]
+    assert not any(m.exists() for m in manifests.values())
+    assert sorted(p.read_text() for p in (results / "quarantine").rglob("*.txt")) == ["n=1", "n=2", "n=3"]
+    assert recovery.reopen_bundles(expected, results, log=lambda x: None) == []  # nothing left to reopen
+
+
 def test_only_one_snakemake_of_the_workflow_owns_a_directory(tmp_path):
     code = ("import sys, time; from perfsweep import recovery; "
             "print(recovery.acquire_workdir_lock(sys.argv[1]), flush=True); time.sleep(30)")

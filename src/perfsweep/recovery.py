@@ -197,18 +197,25 @@ def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
                    dry_run: bool = False, log=print) -> list[str]:
     """With ``bundle: repetitions`` only a configuration's manifest (``<results>/bundles/<study>/<config>.txt``)
     is a Snakemake output: where one of its records is missing (deleted, or set aside as damaged), the
-    manifest is set aside too, so that the bundle runs again. Returns one line per reopened bundle."""
+    manifest is set aside too, so that the bundle runs again. Returns one line per study with
+    reopened bundles (after a changed launch that is every bundle of the study)."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    lines: list[str] = []
+    reopened: dict[str, dict[str, str]] = {}  # study -> {config id: its first missing record}
     for path, fields in expected:
         manifest = Path(results) / "bundles" / fields["study"] / f"{fields['config_id']}.txt"
-        if os.path.lexists(path) or not manifest.exists():
+        bundles = reopened.setdefault(fields["study"], {})
+        if os.path.lexists(path) or fields["config_id"] in bundles or not manifest.exists():
             continue
-        line = f"perfsweep: {path} is missing; the bundle of {fields['study']}/{fields['config_id']} runs again"
         if not dry_run:
             set_aside(manifest, results, stamp)
-        lines.append(line)
-        log(line)
+        bundles[fields["config_id"]] = path
+    lines: list[str] = []
+    for study, bundles in reopened.items():
+        if bundles:
+            first = next(iter(bundles.values()))
+            lines.append(f"perfsweep: study {study}: {len(bundles)} bundle(s) with a missing record (the first: "
+                         f"{first}) {'would run' if dry_run else 'run'} again")
+            log(lines[-1])
     return lines
 
 

@@ -10,6 +10,11 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
+def runner_argv(spec, output, *more):
+    """`python -m perfsweep.runner`'s arguments for one run (as the run rule gives them)."""
+    return ["--spec", spec.to_json(), "--output", str(output), "--timeout", repr(spec.timeout), *map(str, more)]
+
+
 def snakemake(*args, cwd=REPO, check=True, timeout=900):
     """Run the real Snakemake on the project's Snakefile; returns the CompletedProcess."""
     cmd = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), *map(str, args)]

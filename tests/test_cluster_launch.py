@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from conftest import runner_argv
 from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
 from perfsweep.cluster.launch import ClusterSettings, expand_hostlist, parse_job, placement
 from perfsweep.config import ConfigError, load_config
@@ -131,7 +132,7 @@ def test_job_ended_before_the_run_started(tmp_path, monkeypatch, spec):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SLURM_JOB_ID", "50")  # the bookkeeping attempt runs in a SLURM job of its own
     out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
-    assert main(["--spec", spec.to_json(), "--output", str(out), "--attempt", "2", "--retries", "0"]) == 0
+    assert main(runner_argv(spec, out, "--attempt", 2, "--retries", 0)) == 0
     rec = json.loads(out.read_text())
     assert rec["status"] == "failed" and "ended before the run started" in rec["error"]
     assert len(list((tmp_path / "results" / "archive").rglob("rep0.attempt2.*.json"))) == 1
@@ -195,7 +196,7 @@ def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
     outs[1].parent.mkdir(parents=True)
     outs[1].write_text("{}")  # a record of an earlier execution of this bundle
     manifest = tmp_path / "bundles" / "n=1.txt"
-    argv = []
+    argv = ["--timeout", repr(spec.timeout)]
     for k, out in enumerate(outs):
         argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
     # the bookkeeping attempt after the last (retries 0: attempt 2) fills in what is missing, then the manifest

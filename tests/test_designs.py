@@ -12,7 +12,7 @@ import pytest
 
 from perfsweep import designs
 from perfsweep.config import ConfigError, load_config
-from perfsweep.records import RUN_SCHEMA, write_json_atomic
+from perfsweep.records import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
 from perfsweep.runner import RunSpec
 
 PERFSWEEP = [str(__import__("pathlib").Path(sys.executable).with_name("perfsweep"))]
@@ -315,7 +315,7 @@ def test_plan_estimates_only_from_records_of_the_current_launch(tmp_path):
     assert plan.core_hours == pytest.approx(2 * 2.0 * (1 + 2 + 1 + 2) / 3600)  # the assumed 2 s x p
     assert plan.measured == 0 and plan.to_run_core_hours == plan.core_hours  # Snakemake runs them all again
     assert plan.source == ("assumed 2 s per run and process (no records of this launch yet); "
-                           "8 records of another launch (app, args, launcher or the Python that runs it since changed) not used and to run again")
+                           f"8 records {OTHER_LAUNCH} not used and to run again")
     assert plan.source in "\n".join(designs.plan_lines(longer, 2.0))
     # one configuration measured again with the new launch: its records, their median for the others
     write_records(tmp_path / "results", longer.study("s"), longer.study("s").configurations()[:1], product, k=2,
@@ -323,7 +323,7 @@ def test_plan_estimates_only_from_records_of_the_current_launch(tmp_path):
     plan = designs.plan_study(longer, longer.study("s"), seconds=2.0)
     assert plan.core_hours == pytest.approx(2 * 5.0 * 4 / 3600) and plan.measured == 2
     assert plan.source == ("records of 1 configurations, their median for the other 3; "
-                           "6 records of another launch (app, args, launcher or the Python that runs it since changed) not used and to run again")
+                           f"6 records {OTHER_LAUNCH} not used and to run again")
 
 
 def test_plan_counts_the_repetitions_adaptive_rounds_planned(tmp_path):

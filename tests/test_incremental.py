@@ -2,20 +2,24 @@
 
 import re
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
 from conftest import snakemake
+from perfsweep.records import OTHER_LAUNCH
 
 pytestmark = pytest.mark.slow
+PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))
 
 APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok')"
 
 
-def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP):
+def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120):
     cfg = {
         "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}} {{m}}"},
         "parameters": {"n": 1, "m": 1},
@@ -23,6 +27,7 @@ def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP):
         "repetitions": k,
         "variability": {"cv_threshold": cv},
         "results": str(results),
+        "timeout": timeout,
     }
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
@@ -64,8 +69,8 @@ def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata
     shutil.copytree(results, copy, symlinks=True)  # cp -a
     write_config(cfg, copy, app=APP.replace("0.01", "0.02"))  # the app changed
     dry = snakemake("-n", "--cores", "2", "--configfile", cfg, cwd=tmp_path)
-    assert ("perfsweep: study nm: 8 record(s) of another launch (app, args, launcher or the Python that runs it "
-            "since changed) would be set aside under results/superseded/ and measured again") in dry.stderr
+    assert (f"perfsweep: study nm: 8 record(s) {OTHER_LAUNCH} would be set aside under results/superseded/ and "
+            "measured again") in dry.stderr
     assert not (copy / "superseded").exists()
     assert run_jobs(cfg, tmp_path) == 8
     aside = sorted((copy / "superseded").rglob("rep*.json"))
@@ -73,6 +78,26 @@ def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata
     assert run_jobs(cfg, tmp_path) == 0
     write_config(cfg, copy)  # and back: the records of the new launch are set aside in turn
     assert run_jobs(cfg, tmp_path) == 8 and len(list((copy / "superseded").rglob("rep*.json"))) == 16
+
+
+def test_a_raised_timeout_measures_again_only_the_runs_that_timed_out(tmp_path):
+    """The timeout is not part of a run's params: raising it after some runs timed out measures those
+    (their records set aside), not the whole sweep; lowering it measures nothing."""
+    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
+    slow = "import sys, time; n = float(sys.argv[1]); time.sleep(3 if n > 1 else 0.01); print('ok')"
+    write_config(cfg, results, app=slow, timeout=1)
+    assert run_jobs(cfg, tmp_path) == 8
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert sorted(runs.loc[runs["status"] == "timeout", "n"]) == [2, 2, 2, 2] and (runs["status"] == "ok").sum() == 4
+    write_config(cfg, results, app=slow, timeout=20)
+    plan = subprocess.run([PERFSWEEP, "plan", str(cfg)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "8 runs (4 measured)" in plan.stdout and f"4 records {OTHER_LAUNCH}" in plan.stdout
+    assert run_jobs(cfg, tmp_path) == 4  # before, every run: the timeout was part of the run's params
+    assert len(list((results / "superseded").rglob("rep*.json"))) == 4
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert len(runs) == 8 and set(runs["status"]) == {"ok"}
+    write_config(cfg, results, app=slow, timeout=10)  # lowered: the records stand
+    assert run_jobs(cfg, tmp_path) == 0
 
 
 def test_bundled_repetitions_run_in_one_job_per_configuration(tmp_path):

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from perfsweep import recovery
-from perfsweep.records import DamagedRecord, check_record, path_fields, set_aside, write_json_atomic
+from perfsweep.records import OTHER_LAUNCH, DamagedRecord, check_record, path_fields, set_aside, write_json_atomic
 
 REC = {"schema": "perfsweep.run/1", "run_id": "s/n=2_m=0.5/rep1", "study": "s", "config_id": "n=2_m=0.5",
        "repetition": 1, "parameters": {"n": 2.0, "m": 0.5, "p": 1}, "status": "ok", "error": None, "time": 0.5}
@@ -146,10 +146,8 @@ def test_repair_records_sets_aside_the_records_of_another_launch_per_study(tmp_p
         return fields["study"] == "s" and record["launch"]["command"] == ["s", "0"]
 
     lines = recovery.repair_records(expected, results, dry_run=True, log=lambda line: None, launched=launched)
-    assert lines == ["perfsweep: study s: 1 record(s) of another launch (app, args, launcher or the Python that runs "
-                     "it since changed) would be set aside under results/superseded/ and measured again",
-                     "perfsweep: study t: 2 record(s) of another launch (app, args, launcher or the Python that runs "
-                     "it since changed) would be set aside under results/superseded/ and measured again"]
+    assert lines == [f"perfsweep: study {s}: {n} record(s) {OTHER_LAUNCH} would be set aside under results/superseded/"
+                     " and measured again" for s, n in (("s", 1), ("t", 2))]
     assert all(p.exists() for p in paths) and not (results / "superseded").exists()
     texts = {p: p.read_text() for p in paths}
     lines = recovery.repair_records(expected, results, log=lambda line: None, launched=launched)

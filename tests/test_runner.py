@@ -1,8 +1,10 @@
 import json
 import sys
+from dataclasses import replace
 
 import pytest
 
+from conftest import runner_argv
 from perfsweep.config import load_config
 from perfsweep.runner import RunSpec, execute, main
 
@@ -51,6 +53,24 @@ def test_timeout_kills_the_process_group(tmp_path):
     rec = execute(spec_of(sweep), tmp_path / "rec.json")
     assert rec["status"] == "timeout" and rec["returncode"] is None
     assert rec["wall_time"] < 10
+    assert rec["launch"]["timeout"] == 0.5 and "killed after the timeout of 0.5 s (config key timeout:" in rec["error"]
+
+
+def test_a_run_that_timed_out_under_a_shorter_timeout_is_of_another_launch(tmp_path):
+    """RunSpec.launched: a raised timeout makes the runs that timed out run again, and only those."""
+    spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, timeout=60))
+    launch = {"command": spec.command, "timeout": 30}
+    assert spec.launched({"status": "timeout", "launch": launch, "wall_time": 30.1}) is False
+    assert spec.launched({"status": "timeout", "launch": {**launch, "timeout": 60}, "wall_time": 60.1})
+    assert spec.launched({"status": "timeout", "launch": {**launch, "timeout": 90}, "wall_time": 90.1})  # lowered
+    assert spec.launched({"status": "ok", "launch": launch, "wall_time": 1.0})  # measured: kept
+    assert spec.launched({"status": "failed", "launch": launch, "wall_time": 1.0})
+    # records made before the timeout was recorded: their wall time (at least the timeout that killed them)
+    assert spec.launched({"status": "timeout", "launch": {"command": spec.command}, "wall_time": 30.1}) is False
+    assert spec.launched({"status": "timeout", "launch": {"command": spec.command}, "wall_time": 60.2})
+    # a time limit of SLURM with no wall time and no recorded timeout: nothing to compare, kept
+    assert spec.launched({"status": "timeout", "launch": {"command": spec.command}})
+    assert spec.launched({"status": "timeout", "launch": {**launch, "command": ["other"]}, "wall_time": 90}) is False
 
 
 def test_missing_pattern_is_unreadable_output(tmp_path):
@@ -63,9 +83,9 @@ def test_retry_attempt_archives_and_signals_failure_without_output(tmp_path):
     sweep = sweep_for(f"{PY} -c 'import sys; sys.exit({{n}})'", tmp_path)
     spec = spec_of(sweep)
     out = tmp_path / "rec.json"
-    assert main(["--spec", spec.to_json(), "--output", str(out), "--attempt", "1", "--retries", "1"]) == 1
+    assert main(runner_argv(spec, out, "--attempt", 1, "--retries", 1)) == 1
     assert not out.exists()
-    assert main(["--spec", spec.to_json(), "--output", str(out), "--attempt", "2", "--retries", "1"]) == 0
+    assert main(runner_argv(spec, out, "--attempt", 2, "--retries", 1)) == 0
     assert json.loads(out.read_text())["status"] == "failed"
     assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 2
 
@@ -74,7 +94,9 @@ def test_spec_json_is_deterministic(tmp_path):
     sweep = sweep_for(f"{PY} -c 'print({{n}})'", tmp_path)
     a, b = spec_of(sweep), spec_of(sweep)
     assert a.to_json() == b.to_json()
-    assert RunSpec.from_json(a.to_json()) == a
+    assert RunSpec.from_json(a.to_json(), a.timeout) == a
+    # the timeout is not in the text (Snakemake's params): a raised one reruns only what timed out
+    assert a.to_json() == replace(a, timeout=a.timeout * 2).to_json() and "timeout" not in json.loads(a.to_json())
 
 
 def test_launcher_template_expands_processes(tmp_path):
@@ -110,7 +132,7 @@ def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
     sweep = sweep_for(f"{PY} -c 'import time; time.sleep(30 + {{n}})'", tmp_path)
     spec = spec_of(sweep)
     out = tmp_path / "rec.json"
-    proc = subprocess.Popen([PY, "-m", "perfsweep.runner", "--spec", spec.to_json(), "--output", str(out)])
+    proc = subprocess.Popen([PY, "-m", "perfsweep.runner", *runner_argv(spec, out)])
     time.sleep(1.5)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
@@ -200,7 +222,7 @@ def test_a_record_written_meanwhile_by_an_interrupted_sweeps_runner_is_kept(tmp_
     spec = spec_of(sweep)
     out = tmp_path / "rec.json"
     first = execute(spec, out)
-    assert main(["--spec", spec.to_json(), "--output", str(out)]) == 0
+    assert main(runner_argv(spec, out)) == 0
     assert json.loads(out.read_text()) == first  # not measured again, not overwritten
     assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1
 

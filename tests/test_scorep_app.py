@@ -34,7 +34,7 @@ def test_a_run_records_every_call_path_and_metric(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     sweep = load_config(config(tmp_path), "c.yaml")
     spec = RunSpec.build(sweep, sweep.studies[0].configurations()[2], 1)
-    assert spec.profile == "scorep/mm/n=16/rep1" and RunSpec.from_json(spec.to_json()) == spec
+    assert spec.profile == "scorep/mm/n=16/rep1" and RunSpec.from_json(spec.to_json(), spec.timeout) == spec
     without = RunSpec.build(load_config({**config(tmp_path), "app": {"command": "app {n}"}}, "c.yaml"),
                             sweep.studies[0].configurations()[2], 1)
     assert "profile" not in json.loads(without.to_json())  # the spec text of other apps is unchanged

@@ -65,27 +65,36 @@ class RunSpec:
     cluster: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale."""
+        """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale. The
+        timeout is not in it (the runner gets it as ``--timeout``): a raised timeout measures again only
+        the runs that hit a shorter one (:meth:`launched`), not the whole sweep."""
         data = dict(vars(self))  # the fields are plain JSON (asdict copies: slow)
+        del data["timeout"]
         if data["profile"] is None:  # specs without a profile keep their text (no reruns)
             del data["profile"]
         return json.dumps(data, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "RunSpec":
-        return cls(**json.loads(text))
+    def from_json(cls, text: str, timeout: float) -> "RunSpec":
+        return cls(**json.loads(text), timeout=timeout)
 
     @property
     def run_id(self) -> str:
         return f"{self.study}/{self.config_id}/rep{self.repetition}"
 
     def launched(self, record: dict[str, Any]) -> bool:
-        """Whether a run record's launch (``launch.command``, as :func:`execute` records it) is the one
-        this spec makes: its command, or inside a SLURM job the cluster launcher's, with a built-in
-        app's ``--report`` file (a temp file per run) aside."""
-        command = (record.get("launch") or {}).get("command")
+        """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
+        makes: its command, or inside a SLURM job the cluster launcher's, with a built-in app's
+        ``--report`` file (a temp file per run) aside; and not a timeout under a shorter timeout than
+        this spec's (``launch.timeout``; records made before it was recorded: their wall time)."""
+        launch = record.get("launch") or {}
+        command = launch.get("command")
         if not isinstance(command, list):
             return False
+        if record.get("status") == "timeout":
+            limit = launch.get("timeout", record.get("wall_time"))
+            if isinstance(limit, (int, float)) and limit < self.timeout:
+                return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
             command = command[:-2]
         return command == self.command or command == (self.cluster or {}).get("command")
@@ -243,7 +252,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             "parameters": spec.params,
             "attempt": attempt,
             "started_at": _now(),
-            "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd()},
+            "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout},
             "host": socket.gethostname(),
             "slurm": slurm_info(),
             "perfsweep_version": __version__,
@@ -271,7 +280,8 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         if broke:
             status, error = "failed", broke
         elif rc is None:
-            status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s; last lines: "
+            status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s (config key timeout:; "
+                                        f"a larger one measures it again); last lines: "
                                         f"{last_lines(out + chr(10) + err, 3)}")
         elif rc != 0:
             how = f"exit code {rc}"
@@ -350,7 +360,8 @@ def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m perfsweep.runner --spec JSON --output FILE [--spec ... --output ...] [--attempt A --retries R]``.
+    """``python -m perfsweep.runner --timeout S --spec JSON --output FILE [--spec ... --output ...]
+    [--attempt A --retries R]``.
 
     Several spec/output pairs run one after the other in this process (a bundle: e.g. the k
     repetitions of a configuration in one SLURM allocation). Exit 0 when every record was written
@@ -361,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
     ap.add_argument("--spec", required=True, action="append", help="RunSpec as JSON (RunSpec.to_json)")
+    ap.add_argument("--timeout", required=True, type=float, help="seconds: a run past it is killed")
     ap.add_argument("--output", required=True, action="append")
     ap.add_argument("--attempt", type=int, default=1)
     ap.add_argument("--retries", type=int, default=0)
@@ -375,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
         from perfsweep.cluster.ended import record_ended_runs
 
-        record_ended_runs([(RunSpec.from_json(t), o) for t, o in zip(args.spec, args.output)], args.attempt)
+        pairs = [(RunSpec.from_json(t, args.timeout), o) for t, o in zip(args.spec, args.output)]
+        record_ended_runs(pairs, args.attempt)
         return _write_manifest(args.manifest, args.output)
     if args.manifest and args.attempt == 1:
         # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
@@ -386,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _raise_interrupted)
     retry = False
     for text, output in zip(args.spec, args.output):
-        spec = RunSpec.from_json(text)
+        spec = RunSpec.from_json(text, args.timeout)
         try:
             lock = _lock_output(output)
         except Interrupted as exc:

@@ -110,6 +110,13 @@ def get_run_priority(wildcards):
     return max(TOP_REPETITION - int(wildcards.rep), 1)
 
 
+# The runs' timeout is a resource (a string: Snakemake's resources are int or str), not in the spec
+# param: Snakemake reruns a job whose params changed, and a raised timeout would measure the whole sweep
+# again. The runs it concerns, those that timed out under a shorter one, the workflow sets aside
+# (record_launched, RunSpec.launched).
+RUN_TIMEOUT = repr(SWEEP.timeout)
+
+
 def get_run_spec(wildcards):
     """The run's full launch spec as deterministic JSON (so a changed launch reruns the run)."""
     cfg = CONFIGS[(wildcards.study, wildcards.config)]

@@ -45,9 +45,11 @@ if SWEEP.bundle == "repetitions":
             retries: SWEEP.retries + 1
             resources:
                 attempt=lambda wildcards, attempt: attempt,
+                run_timeout=RUN_TIMEOUT,
                 **get_run_resources(_study.name),
             shell:
-                "{params.python} -m perfsweep.runner {params.specs} --attempt {resources.attempt}"
+                "{params.python} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
+                " --attempt {resources.attempt}"
                 " --retries {params.retries} --manifest {output.manifest:q} 2>> {log:q}"
 
 else:
@@ -68,7 +70,8 @@ else:
         retries: SWEEP.retries + 1
         resources:
             attempt=lambda wildcards, attempt: attempt,
+            run_timeout=RUN_TIMEOUT,
             **get_run_resources(),
         shell:
             "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
-            " --attempt {resources.attempt} --retries {params.retries} 2>> {log:q}"
+            " --timeout {resources.run_timeout} --attempt {resources.attempt} --retries {params.retries} 2>> {log:q}"

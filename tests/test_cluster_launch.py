@@ -3,6 +3,7 @@ record of a run SLURM ended (perfsweep.cluster.ended). The real cluster runs are
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -160,10 +161,46 @@ def test_a_local_run_whose_runner_was_stopped_says_so_without_slurm(tmp_path, mo
     archive = tmp_path / "results" / "archive" / "s" / "n=1"
     archive.mkdir(parents=True)
     (archive / "rep0.attempt1.20261125T130000.000000Z.json").write_text(json.dumps(
-        {"status": "killed", "error": "terminated by signal 15", "slurm": None, "host": "vm"}))
+        {"status": "failed", "error": "perfsweep's runner failed: OSError: [Errno 28]", "slurm": None, "host": "vm"}))
     rec = ended_record(spec, str(out), attempt=2)
-    assert rec["error"] == "attempt 1 (the last) left no result: its process was stopped (terminated by signal 15)"
+    assert rec["error"] == ("attempt 1 (the last) left no result: its process was stopped (perfsweep's runner failed: "
+                            "OSError: [Errno 28])")
     assert "SLURM" not in rec["error"] and rec["slurm"] is None
+
+
+def test_a_local_bundle_interrupted_by_ctrl_c_leaves_no_failure_record_and_runs_again(tmp_path, monkeypatch):
+    """Ctrl-C that Snakemake misses (its logger swallows a KeyboardInterrupt) still reaches the runner:
+    the attempt is archived as killed, for the bundle's runs not started too, and the attempt after the
+    last writes no failure record for them (it did: the interrupted runs counted as failed for good)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    sweep = load_config({"app": {"command": f"{sys.executable} -c 'import time; time.sleep({{n}})'"},
+                         "parameters": {"n": 30}, "studies": {"s": {"vary": {"n": [30, 31]}}}, "results": "results"})
+    spec = RunSpec.build(sweep, sweep.studies[0].configurations()[0], 0)
+    outs = [tmp_path / "results" / "runs" / "s" / "n=30" / f"rep{k}.json" for k in range(3)]
+    argv = ["--timeout", repr(spec.timeout)]
+    for k, out in enumerate(outs):
+        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    manifest = tmp_path / "results" / "bundles" / "s" / "n=30.txt"
+    job = [sys.executable, "-m", "perfsweep.runner", *argv, "--retries", "0", "--manifest", str(manifest)]
+    proc = subprocess.Popen([*job, "--attempt", "1"], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) == 128 + signal.SIGINT
+    assert "s/n=30/rep0: terminated by signal 2; attempt archived" in proc.stderr.read()
+    archived = sorted((tmp_path / "results" / "archive").rglob("*.json"))
+    assert [json.loads(a.read_text())["status"] for a in archived] == ["killed"] * 3
+    assert [a.name.split(".")[0] for a in archived] == ["rep0", "rep1", "rep2"]
+    # Snakemake, still running, starts the attempt after the last: no failure record, the job fails
+    after = subprocess.run([*job, "--attempt", "2"], capture_output=True, text=True)
+    assert after.returncode == 1 and not any(o.exists() for o in outs) and not manifest.exists()
+    assert ("perfsweep: s/n=30/rep2: attempt 1 was interrupted (a signal to its runner, e.g. Ctrl-C); no record: "
+            "run the sweep again to measure it") in after.stdout
 
 
 def test_the_failure_record_waits_for_a_runner_still_in_flight_and_keeps_its_record(tmp_path, monkeypatch, spec):
@@ -190,8 +227,6 @@ def test_the_failure_record_waits_for_a_runner_still_in_flight_and_keeps_its_rec
 
 
 def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
-    from dataclasses import replace
-
     outs = [tmp_path / "runs" / f"rep{k}.json" for k in range(2)]
     outs[1].parent.mkdir(parents=True)
     outs[1].write_text("{}")  # a record of an earlier execution of this bundle

@@ -214,6 +214,50 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     assert leftover_processes(state) == []
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_a_signal_to_one_runner_alone(tmp_path, sig):
+    """SIGINT to a runner alone (Ctrl-C that Snakemake missed: its logger swallows a KeyboardInterrupt
+    that lands while it writes) leaves no failure record: the sweep goes on, and the same command
+    measures that run. SIGKILL (the OOM killer) ends the run for good: a failure record that says so."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2, sleep=1.0)
+    proc = subprocess.Popen(run_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.time()
+        while not (runners := [(pid, cmd) for pid, cmd in leftover_processes(state)
+                               if "-m perfsweep.runner" in cmd and "pipefail" not in cmd]):  # not its shell
+            assert time.time() - t0 < 120 and proc.poll() is None, "no runner started"
+            time.sleep(0.02)
+        pid, cmd = runners[0]
+        output = Path(re.search(r"--output (\S+)", cmd).group(1))
+        time.sleep(0.3)  # the app has started
+        os.kill(pid, sig)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_id = "/".join([*output.parts[-3:-1], output.stem])
+    attempts = archived(results)[run_id]
+    if sig == signal.SIGKILL:
+        assert proc.returncode == 0, err[-3000:]
+        rec = check_record(output)
+        assert rec["status"] == "failed" and "its process ended without a record" in rec["error"]
+        assert perfsweep_run(cfg, tmp_path).stdout.count("rule run:") == 0
+        return
+    assert proc.returncode != 0 and not output.exists(), err[-6000:]
+    assert [a["status"] for a in attempts] == ["killed"] and attempts[0]["error"] == "terminated by signal 2"
+    assert (f"perfsweep: {run_id}: attempt 1 was interrupted (a signal to its runner, e.g. Ctrl-C); no record: "
+            "run the sweep again to measure it") in out
+    assert len(records(results)) == 5 and all(r["status"] == "ok" for r in records(results).values())
+    again = perfsweep_run(cfg, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert len(re.findall(r"^\s*localrule run:", again.stderr, re.MULTILINE)) == 1  # that run only
+    assert check_record(output)["status"] == "ok" and len(records(results)) == 6
+    assert leftover_processes(state) == []
+
+
 def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tmp_path):
     state = tmp_path / "state"
     state.mkdir()

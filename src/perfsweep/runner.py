@@ -267,9 +267,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
-            record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
-                          returncode=None, time=None)
-            _archive(spec, attempt, record)
+            exc.archive(spec, attempt, record)
             raise
         except Exception as exc:  # a limit of the OS, a bug: the failure record says what, not a bare exit
             rc, out, err, wall = None, "", "", time.time() - started
@@ -323,11 +321,29 @@ def _archive(spec: RunSpec, attempt: int, record: dict[str, Any]) -> Path:
 
 
 class Interrupted(BaseException):
-    """SIGTERM/SIGINT arrived while a run was in flight (e.g. scancel)."""
+    """SIGTERM/SIGINT arrived while the runner worked (scancel, Ctrl-C). The attempt's ``killed`` record
+    is archived, so that the attempt after the last one knows the run was interrupted, not ended
+    (perfsweep.cluster.ended)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
+        self.archived = False
+
+    def archive(self, spec: RunSpec, attempt: int, record: dict[str, Any] | None = None) -> None:
+        """Archive the attempt's record (a bare one if the run had not started) as ``killed``, once."""
+        if self.archived:
+            return
+        if record is None:
+            record = {"schema": RUN_SCHEMA, "run_id": spec.run_id, "study": spec.study, "config_id": spec.config_id,
+                      "repetition": spec.repetition, "parameters": spec.params, "attempt": attempt,
+                      "started_at": None, "launch": {"command": spec.command, "launcher": spec.launcher,
+                                                     "timeout": spec.timeout},
+                      "host": socket.gethostname(), "slurm": slurm_info(), "perfsweep_version": __version__}
+        record.update(finished_at=_now(), status="killed", error=f"terminated by signal {self.signum}",
+                      returncode=None, time=None)
+        _archive(spec, attempt, record)
+        self.archived = True
 
 
 def _raise_interrupted(signum, frame):
@@ -370,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
+    for sig in (signal.SIGTERM, signal.SIGINT):  # first: a signal from here on leaves a killed record
+        signal.signal(sig, _raise_interrupted)
     ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
     ap.add_argument("--spec", required=True, action="append", help="RunSpec as JSON (RunSpec.to_json)")
     ap.add_argument("--timeout", required=True, type=float, help="seconds: a run past it is killed")
@@ -380,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
+    pairs = [(RunSpec.from_json(t, args.timeout), o) for t, o in zip(args.spec, args.output)]
     # the rule appends every attempt's stderr to the run's log: say which attempt follows
     what = (f"attempt {args.attempt} of at most {args.retries + 1}" if args.attempt <= args.retries + 1
             else "after the last attempt, which left no record")
@@ -387,41 +406,42 @@ def main(argv: list[str] | None = None) -> int:
     if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
         from perfsweep.cluster.ended import record_ended_runs
 
-        pairs = [(RunSpec.from_json(t, args.timeout), o) for t, o in zip(args.spec, args.output)]
-        record_ended_runs(pairs, args.attempt)
-        return _write_manifest(args.manifest, args.output)
+        rc = record_ended_runs(pairs, args.attempt)
+        return rc or _write_manifest(args.manifest, args.output)
     if args.manifest and args.attempt == 1:
         # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
         # execution as Snakemake clears outputs before a job (each was archived when it was written)
         for output in args.output:
             Path(output).unlink(missing_ok=True)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _raise_interrupted)
     retry = False
-    for text, output in zip(args.spec, args.output):
-        spec = RunSpec.from_json(text, args.timeout)
+    for i, (spec, output) in enumerate(pairs):
         try:
-            lock = _lock_output(output)
-        except Interrupted as exc:
-            return 128 + exc.signum
-        try:
-            if _finished_elsewhere(output):
-                print(f"perfsweep: {spec.run_id}: measured by a runner of an interrupted sweep; kept",
-                      file=sys.stderr)
-                continue
-            record = execute(spec, output, attempt=args.attempt, raise_on_failure=args.attempt <= args.retries)
+            record = _run_one(spec, output, args.attempt, args.retries)
         except RunFailed as exc:
             print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
             retry = True
             continue
         except Interrupted as exc:
+            exc.archive(spec, args.attempt)  # (execute did, if the app had started)
+            for later, _ in pairs[i + 1:]:  # a bundle's runs not started: their attempt was interrupted too
+                Interrupted(exc.signum).archive(later, args.attempt)
             print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
             return 128 + exc.signum
-        finally:
-            _release(lock)
-        if record["status"] != "ok":
+        if record is not None and record["status"] != "ok":
             print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
     return 1 if retry else _write_manifest(args.manifest, args.output)
+
+
+def _run_one(spec: RunSpec, output: str, attempt: int, retries: int) -> dict[str, Any] | None:
+    """Measure one run under its record's lock; None if a runner of an interrupted sweep measured it."""
+    lock = _lock_output(output)
+    try:
+        if _finished_elsewhere(output):
+            print(f"perfsweep: {spec.run_id}: measured by a runner of an interrupted sweep; kept", file=sys.stderr)
+            return None
+        return execute(spec, output, attempt=attempt, raise_on_failure=attempt <= retries)
+    finally:
+        _release(lock)
 
 
 def _write_manifest(path: str | None, outputs: list[str]) -> int:
@@ -460,4 +480,7 @@ def _finished_elsewhere(output: str) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Interrupted as exc:  # before its runs or between them and the manifest: nothing half-written
+        sys.exit(128 + exc.signum)

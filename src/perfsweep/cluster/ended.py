@@ -1,6 +1,7 @@
 """Failure records for runs whose SLURM job ended without one: cancelled (scancel, also while it was
 pending), killed with its node, or stopped at its time limit, on the last attempt; likewise for a
-local run whose runner process was stopped (a signal to it alone, the OOM killer).
+local run whose runner process was killed (SIGKILL: the OOM killer). A local attempt that was
+interrupted (SIGINT, SIGTERM: its archived record is ``killed``) gets no record: it is measured again.
 
 Such a job may never start perfsweep's runner, so the runner cannot write the record itself. The run
 rule therefore lets Snakemake try a run ``retries + 2`` times (workflow/rules/run.smk): attempts
@@ -11,7 +12,7 @@ record of the last attempt (the runner archives an attempt interrupted by SIGTER
 plugin's job log (``.snakemake/slurm_logs/``: slurmstepd writes "CANCELLED AT ..." there, with
 "DUE TO TIME LIMIT" or "DUE TO NODE FAILURE" when it was not scancel).
 
-    python -m perfsweep.runner --spec JSON --output FILE --attempt 3 --retries 1   # -> this module
+    python -m perfsweep.runner --timeout S --spec JSON --output FILE --attempt 3 --retries 1   # -> this module
 """
 
 from __future__ import annotations
@@ -63,13 +64,18 @@ def run_log(output: str) -> Path:
     return record.parents[3] / "logs" / "runs" / record.parent.parent.name / record.parent.name / f"{record.stem}.log"
 
 
-def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any]:
-    """The failure record of a run whose last real attempt (``attempt - 1``) ended in SLURM."""
+def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any] | None:
+    """The failure record of a run whose last real attempt (``attempt - 1``) ended in SLURM, or locally
+    by a signal to the runner that it could not catch (SIGKILL: the OOM killer). None for a local
+    attempt that was interrupted (its archived record is ``killed``: SIGINT or SIGTERM, e.g. Ctrl-C that
+    Snakemake missed): that ended nothing of the app's, the run stays to be measured."""
     last = attempt - 1
     prior = last_archived(spec.archive_dir, spec.repetition, last)
     job, line = slurm_end(spec)
     status = "timeout" if line and "TIME LIMIT" in line else "failed"
     local = job is None and not (prior or {}).get("slurm") and "SLURM_JOB_ID" not in os.environ
+    if local and prior and prior.get("status") == "killed":
+        return None
     if local:  # no SLURM: the runner's process itself was stopped (a signal, the OOM killer) or failed
         why = (f"its process was stopped ({prior.get('error') or prior.get('status')})" if prior else
                f"its process ended without a record (see {run_log(output)})")
@@ -98,19 +104,27 @@ def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any]:
 
 
 def record_ended_runs(pairs: list[tuple[Any, str]], attempt: int) -> int:
-    """Write the failure record of every run of this job that has none; archive it too. Returns 0."""
+    """Write the failure record of every run of this job that has none; archive it too. Returns 0, or 1
+    if a run was interrupted locally (no record: the job fails, and the sweep's next start measures it)."""
     from perfsweep.recovery import hold_lock, record_lock_path, release_lock
     from perfsweep.runner import _archive
 
+    rc = 0
     for spec, output in pairs:
         lock = hold_lock(record_lock_path(output), wait=True)  # a runner still in flight finishes first
         try:
             if Path(output).exists():
                 continue
             record = ended_record(spec, output, attempt)
-            _archive(spec, attempt, record)
-            write_json_atomic(output, record)
+            if record is not None:
+                _archive(spec, attempt, record)
+                write_json_atomic(output, record)
         finally:
             release_lock(lock)
-        print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}")
-    return 0
+        if record is None:
+            rc = 1
+            print(f"perfsweep: {spec.run_id}: attempt {attempt - 1} was interrupted (a signal to its runner, e.g. "
+                  "Ctrl-C); no record: run the sweep again to measure it")
+        else:
+            print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}")
+    return rc

@@ -231,6 +231,24 @@ def _stat_key(path: str) -> tuple[int, int, int] | None:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str | None) -> dict[str, Any]:
+    """What a run's record says before its app ends: the run, the attempt and its launch."""
+    return {
+        "schema": RUN_SCHEMA,
+        "run_id": spec.run_id,
+        "study": spec.study,
+        "config_id": spec.config_id,
+        "repetition": spec.repetition,
+        "parameters": spec.params,
+        "attempt": attempt,
+        "started_at": started_at,
+        "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout},
+        "host": socket.gethostname(),
+        "slurm": slurm_info(),
+        "perfsweep_version": __version__,
+    }
+
+
 def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             raise_on_failure: bool = False) -> dict[str, Any]:
     """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
@@ -243,20 +261,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         # a stale timings file of an earlier run must not pass for this one's; it is not deleted (it may
         # be anywhere the config allows), the run must rewrite it
         stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
-        record: dict[str, Any] = {
-            "schema": RUN_SCHEMA,
-            "run_id": spec.run_id,
-            "study": spec.study,
-            "config_id": spec.config_id,
-            "repetition": spec.repetition,
-            "parameters": spec.params,
-            "attempt": attempt,
-            "started_at": _now(),
-            "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout},
-            "host": socket.gethostname(),
-            "slurm": slurm_info(),
-            "perfsweep_version": __version__,
-        }
+        record = _new_record(spec, attempt, command, _now())
         started = time.time()
         broke = None  # why perfsweep itself could not run or follow the app (then no exit code)
         try:
@@ -335,11 +340,7 @@ class Interrupted(BaseException):
         if self.archived:
             return
         if record is None:
-            record = {"schema": RUN_SCHEMA, "run_id": spec.run_id, "study": spec.study, "config_id": spec.config_id,
-                      "repetition": spec.repetition, "parameters": spec.params, "attempt": attempt,
-                      "started_at": None, "launch": {"command": spec.command, "launcher": spec.launcher,
-                                                     "timeout": spec.timeout},
-                      "host": socket.gethostname(), "slurm": slurm_info(), "perfsweep_version": __version__}
+            record = _new_record(spec, attempt, launch_command(spec)[0], None)
         record.update(finished_at=_now(), status="killed", error=f"terminated by signal {self.signum}",
                       returncode=None, time=None)
         _archive(spec, attempt, record)

@@ -16,12 +16,13 @@ from perfsweep.records import OTHER_LAUNCH
 pytestmark = pytest.mark.slow
 PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))
 
-APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok')"
+APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok', n)"
 
 
-def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120):
+def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120, patterns=None):
     cfg = {
-        "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}} {{m}}"},
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}} {{m}}",
+                **({"patterns": patterns} if patterns else {})},
         "parameters": {"n": 1, "m": 1},
         "studies": {"nm": {"vary": {"n": list(n), "m": [1, 2]}}},
         "repetitions": k,
@@ -78,6 +79,8 @@ def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata
     assert run_jobs(cfg, tmp_path) == 0
     write_config(cfg, copy)  # and back: the records of the new launch are set aside in turn
     assert run_jobs(cfg, tmp_path) == 8 and len(list((copy / "superseded").rglob("rep*.json"))) == 16
+    write_config(cfg, copy, patterns={"echo": "ok (\\S+)"})  # read with another pattern: measured again
+    assert run_jobs(cfg, tmp_path) == 8 and len(list((copy / "superseded").rglob("rep*.json"))) == 24
 
 
 def test_a_raised_timeout_measures_again_only_the_runs_that_timed_out(tmp_path):

@@ -73,6 +73,19 @@ def test_a_run_that_timed_out_under_a_shorter_timeout_is_of_another_launch(tmp_p
     assert spec.launched({"status": "timeout", "launch": {**launch, "command": ["other"]}, "wall_time": 90}) is False
 
 
+def test_a_record_whose_output_was_read_with_other_patterns_is_of_another_launch(tmp_path):
+    app = {"time_pattern": r"^(\S+)$", "patterns": {"x": r"x=(\S+)"}}
+    spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app=app))
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["launch"]["time_pattern"] == r"^(\S+)$" and rec["launch"]["patterns"] == {"x": r"x=(\S+)"}
+    assert spec.launched(rec)
+    assert not spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app={**app, "patterns": {}})).launched(rec)
+    assert not spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app={"time_pattern": r"(\S+)"})).launched(rec)
+    # records made before the patterns were recorded: not known, kept
+    old = {**rec, "launch": {k: v for k, v in rec["launch"].items() if k not in ("time_pattern", "patterns")}}
+    assert spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app={"time_pattern": r"(\S+)"})).launched(old)
+
+
 def test_missing_pattern_is_unreadable_output(tmp_path):
     sweep = sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app={"time_pattern": r"time=(\d+)"})
     rec = execute(spec_of(sweep), tmp_path / "rec.json")

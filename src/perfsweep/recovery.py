@@ -157,9 +157,9 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
     with records of another launch.
 
     ``launched(fields, record)``: whether the sweep's launch now is the one that made the record
-    (RunSpec.launched). The others (the app, its args, the launcher or the Python that runs it changed)
-    move under ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts
-    them. Snakemake would rerun them too (the launch is a param of the run job), but only where its
+    (RunSpec.launched). The others (the app, its args, the launcher, the Python that runs it or the
+    patterns its output is read with changed; a timeout since raised) move under
+    ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts them. Snakemake would rerun them too (the launch is a param of the run job), but only where its
     metadata for the record's path exists: not in a copied results directory or after ``.snakemake``
     was removed, where it ran nothing while plan said they would run again."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to b
     from perfsweep.config import Configuration, SweepConfig
 
 TAIL = 2000
+# how a run's output is read (its time, its metrics, the timings file): recorded in the record's launch,
+# so that a record read otherwise is of another launch (RunSpec.launched)
+READ_WITH = ("time_pattern", "patterns", "report_path")
 
 
 class RunFailed(RuntimeError):
@@ -85,12 +88,15 @@ class RunSpec:
     def launched(self, record: dict[str, Any]) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
         makes: its command, or inside a SLURM job the cluster launcher's, with a built-in app's
-        ``--report`` file (a temp file per run) aside; and not a timeout under a shorter timeout than
-        this spec's (``launch.timeout``; records made before it was recorded: their wall time)."""
+        ``--report`` file (a temp file per run) aside; its output read as this spec reads it
+        (:data:`READ_WITH`); and not a timeout under a shorter timeout than this spec's
+        (``launch.timeout``; records made before it was recorded: their wall time)."""
         launch = record.get("launch") or {}
         command = launch.get("command")
         if not isinstance(command, list):
             return False
+        if any(key in launch and launch[key] != getattr(self, key) for key in READ_WITH):
+            return False  # its output was read with other patterns (records before 2026-11-26: not known)
         if record.get("status") == "timeout":
             limit = launch.get("timeout", record.get("wall_time"))
             if isinstance(limit, (int, float)) and limit < self.timeout:
@@ -242,7 +248,8 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "parameters": spec.params,
         "attempt": attempt,
         "started_at": started_at,
-        "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout},
+        "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout,
+                   **{key: getattr(spec, key) for key in READ_WITH}},
         "host": socket.gethostname(),
         "slurm": slurm_info(),
         "perfsweep_version": __version__,

@@ -154,7 +154,8 @@ def _snapshot(results):
 
 
 @pytest.mark.parametrize("victim, sig", [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
-                                         ("snakemake alone", signal.SIGINT), ("process group", signal.SIGINT)])
+                                         ("snakemake alone", signal.SIGINT), ("process group", signal.SIGINT),
+                                         ("perfsweep alone", signal.SIGTERM)])
 def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim, sig):
     state = tmp_path / "state"
     state.mkdir()
@@ -171,6 +172,8 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
         _wait_for_records(results, 5)
         if victim == "process group":
             os.killpg(proc.pid, sig)
+        elif victim == "perfsweep alone":  # kill PID: Snakemake went on alone, to the end of the sweep
+            os.kill(proc.pid, sig)
         else:
             children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
             (smk,) = [int(c) for c in children if "snakemake" in Path(f"/proc/{c}/cmdline").read_text()]
@@ -184,10 +187,12 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
         assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
             "perfsweep: Snakemake was stopped by signal 9; finished runs are kept, run the same command again "
             "to measure the rest")
-    if (victim, sig) == ("process group", signal.SIGINT):  # perfsweep waited for Snakemake, then one line
-        assert proc.returncode == 130
+    if sig in (signal.SIGINT, signal.SIGTERM) and victim != "snakemake alone":  # it waited for Snakemake
+        how = "interrupted" if sig == signal.SIGINT else "terminated"
+        assert proc.returncode == 128 + sig
         assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
-            "perfsweep: interrupted; finished runs are kept, run the same command again to measure the rest")
+            f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest")
+        assert len(_snapshot(results)) < 18 and leftover_processes(state) == []  # and Snakemake stopped
     before = _snapshot(results)
     assert len(before) >= 5
     for path in before:

@@ -150,10 +150,40 @@ def _run(args: argparse.Namespace) -> int:
     return rc
 
 
+class Terminated(Exception):
+    """perfsweep run got SIGTERM: Snakemake got it too and stopped after the runs in flight."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _wait(proc: subprocess.Popen) -> int:
     """Snakemake's exit code. On Ctrl-C (which reaches Snakemake too: same process group) wait until it
     has stopped its jobs and recorded them, then raise KeyboardInterrupt; if Snakemake did not get the
-    signal (only perfsweep was interrupted) pass it on; a second Ctrl-C stops Snakemake at once."""
+    signal (only perfsweep was interrupted) pass it on; a second Ctrl-C stops Snakemake at once.
+    SIGTERM to perfsweep (``kill PID``, a batch system's limit) is passed on to Snakemake, which
+    finishes the runs in flight and stops (it went on alone); then Terminated is raised."""
+    import signal
+
+    got: list[int] = []
+
+    def terminate(signum, frame):
+        got.append(signum)
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        rc = _wait_interruptible(proc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if got:
+        raise Terminated(got[0])
+    return rc
+
+
+def _wait_interruptible(proc: subprocess.Popen) -> int:
     import signal
 
     try:
@@ -375,10 +405,11 @@ def main(argv: list[str] | None = None) -> int:
     except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
         print(f"perfsweep: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("perfsweep: interrupted; finished runs are kept, run the same command again to measure the rest",
+    except (KeyboardInterrupt, Terminated) as exc:
+        how, rc = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else ("terminated", 128 + exc.signum)
+        print(f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest",
               file=sys.stderr)
-        return 130
+        return rc
     except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -19,7 +19,7 @@ PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))
 APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok', n)"
 
 
-def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120, patterns=None):
+def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120, patterns=None, retries=0):
     cfg = {
         "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}} {{m}}",
                 **({"patterns": patterns} if patterns else {})},
@@ -29,6 +29,7 @@ def write_config(path, results, *, n=(1, 2), k=2, cv=0.1, app=APP, timeout=120, 
         "variability": {"cv_threshold": cv},
         "results": str(results),
         "timeout": timeout,
+        "retries": retries,
     }
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
@@ -100,6 +101,24 @@ def test_a_raised_timeout_measures_again_only_the_runs_that_timed_out(tmp_path):
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
     assert len(runs) == 8 and set(runs["status"]) == {"ok"}
     write_config(cfg, results, app=slow, timeout=10)  # lowered: the records stand
+    assert run_jobs(cfg, tmp_path) == 0
+
+
+def test_raised_retries_measure_again_only_the_runs_that_failed(tmp_path):
+    """retries: is not part of a run's params either: raising it gives the failed runs the attempts they
+    now have (their records set aside), not the whole sweep a new measurement."""
+    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
+    flaky = "import os, sys; sys.exit(3 if sys.argv[1] == '2' and not os.path.exists('over') else 0)"
+    write_config(cfg, results, app=flaky)
+    assert run_jobs(cfg, tmp_path) == 8
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert sorted(runs.loc[runs["status"] == "failed", "n"]) == [2, 2, 2, 2]
+    (tmp_path / "over").touch()  # the flaky cause is gone
+    write_config(cfg, results, app=flaky, retries=1)
+    assert run_jobs(cfg, tmp_path) == 4  # before, every run: retries was one of the run's params
+    runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
+    assert set(runs["status"]) == {"ok"} and len(list((results / "superseded").rglob("rep*.json"))) == 4
+    write_config(cfg, results, app=flaky, retries=0)  # lowered: nothing
     assert run_jobs(cfg, tmp_path) == 0
 
 

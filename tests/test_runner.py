@@ -73,6 +73,16 @@ def test_a_run_that_timed_out_under_a_shorter_timeout_is_of_another_launch(tmp_p
     assert spec.launched({"status": "timeout", "launch": {**launch, "command": ["other"]}, "wall_time": 90}) is False
 
 
+def test_a_run_that_failed_with_fewer_attempts_than_retries_allows_is_of_another_launch(tmp_path):
+    spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, retries=2))
+    assert spec.retries == 2 and "retries" not in json.loads(spec.to_json())
+    launch = {"command": spec.command, "timeout": spec.timeout}
+    for status in ("failed", "timeout"):
+        assert not spec.launched({"status": status, "launch": launch, "attempt": 2})  # 3 allowed now
+        assert spec.launched({"status": status, "launch": launch, "attempt": 3})
+    assert spec.launched({"status": "ok", "launch": launch, "attempt": 1})
+
+
 def test_a_record_whose_output_was_read_with_other_patterns_is_of_another_launch(tmp_path):
     app = {"time_pattern": r"^(\S+)$", "patterns": {"x": r"x=(\S+)"}}
     spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, app=app))

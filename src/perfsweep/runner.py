@@ -66,20 +66,22 @@ class RunSpec:
     profile: str | None = None  # Score-P profile of an external app (perfsweep.apps.scorep)
     # inside a SLURM job: {"command": [...], "kind": "srun"|"mpich"|"openmpi"|"template"} (perfsweep.cluster.launch)
     cluster: dict[str, Any] | None = None
+    retries: int = 0  # attempts after the first a failed run gets (the runner gets them as --retries)
 
     def to_json(self) -> str:
         """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale. The
-        timeout is not in it (the runner gets it as ``--timeout``): a raised timeout measures again only
-        the runs that hit a shorter one (:meth:`launched`), not the whole sweep."""
+        timeout and the retries are not in it (the runner gets them as ``--timeout`` and ``--retries``):
+        raising them measures again only the runs that hit a shorter timeout or failed with fewer attempts
+        (:meth:`launched`), not the whole sweep."""
         data = dict(vars(self))  # the fields are plain JSON (asdict copies: slow)
-        del data["timeout"]
+        del data["timeout"], data["retries"]
         if data["profile"] is None:  # specs without a profile keep their text (no reruns)
             del data["profile"]
         return json.dumps(data, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str, timeout: float) -> "RunSpec":
-        return cls(**json.loads(text), timeout=timeout)
+    def from_json(cls, text: str, timeout: float, retries: int = 0) -> "RunSpec":
+        return cls(**json.loads(text), timeout=timeout, retries=retries)
 
     @property
     def run_id(self) -> str:
@@ -89,8 +91,9 @@ class RunSpec:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
         makes: its command, or inside a SLURM job the cluster launcher's, with a built-in app's
         ``--report`` file (a temp file per run) aside; its output read as this spec reads it
-        (:data:`READ_WITH`); and not a timeout under a shorter timeout than this spec's
-        (``launch.timeout``; records made before it was recorded: their wall time)."""
+        (:data:`READ_WITH`); not a timeout under a shorter timeout than this spec's (``launch.timeout``;
+        records made before it was recorded: their wall time); and not a failure with fewer attempts
+        than this spec's retries allow (its last ``attempt`` < retries + 1)."""
         launch = record.get("launch") or {}
         command = launch.get("command")
         if not isinstance(command, list):
@@ -100,6 +103,9 @@ class RunSpec:
         if record.get("status") == "timeout":
             limit = launch.get("timeout", record.get("wall_time"))
             if isinstance(limit, (int, float)) and limit < self.timeout:
+                return False
+        if record.get("status") in ("failed", "timeout") and isinstance(record.get("attempt"), int):
+            if record["attempt"] < self.retries + 1:
                 return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
             command = command[:-2]
@@ -133,12 +139,12 @@ class RunSpec:
         del cluster["prefix"]
         if "name" in app:
             return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
-                       report_path="{report}", launcher=" ".join(launcher), cluster=cluster)
+                       report_path="{report}", launcher=" ".join(launcher), cluster=cluster, retries=sweep.retries)
         report = app.get("timings_json")
         return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
                    time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
-                   launcher=" ".join(launcher), cluster=cluster,
+                   launcher=" ".join(launcher), cluster=cluster, retries=sweep.retries,
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
     @classmethod
@@ -406,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if len(args.spec) != len(args.output):
         ap.error("give one --output per --spec")
-    pairs = [(RunSpec.from_json(t, args.timeout), o) for t, o in zip(args.spec, args.output)]
+    pairs = [(RunSpec.from_json(t, args.timeout, args.retries), o) for t, o in zip(args.spec, args.output)]
     # the rule appends every attempt's stderr to the run's log: say which attempt follows
     what = (f"attempt {args.attempt} of at most {args.retries + 1}" if args.attempt <= args.retries + 1
             else "after the last attempt, which left no record")

@@ -110,11 +110,12 @@ def get_run_priority(wildcards):
     return max(TOP_REPETITION - int(wildcards.rep), 1)
 
 
-# The runs' timeout is a resource (a string: Snakemake's resources are int or str), not in the spec
-# param: Snakemake reruns a job whose params changed, and a raised timeout would measure the whole sweep
-# again. The runs it concerns, those that timed out under a shorter one, the workflow sets aside
-# (record_launched, RunSpec.launched).
+# The runs' timeout and retries are resources (strings: Snakemake's resources are int or str), not
+# params: Snakemake reruns a job whose params changed, and raising either would measure the whole sweep
+# again. The runs they concern, those that timed out under a shorter timeout or failed with fewer
+# attempts, the workflow sets aside (record_launched, RunSpec.launched).
 RUN_TIMEOUT = repr(SWEEP.timeout)
+RUN_RETRIES = str(SWEEP.retries)
 
 
 def get_run_spec(wildcards):

@@ -37,7 +37,6 @@ if SWEEP.bundle == "repetitions":
                 f"{R}/logs/runs/{_study.name}/{{config}}.log",
             params:
                 specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
-                retries=SWEEP.retries,
                 python=PYTHON,
             conda:
                 ENV
@@ -46,11 +45,12 @@ if SWEEP.bundle == "repetitions":
             resources:
                 attempt=lambda wildcards, attempt: attempt,
                 run_timeout=RUN_TIMEOUT,
+                run_retries=RUN_RETRIES,
                 **get_run_resources(_study.name),
             shell:
                 "{params.python} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
                 " --attempt {resources.attempt}"
-                " --retries {params.retries} --manifest {output.manifest:q} 2>> {log:q}"
+                " --retries {resources.run_retries} --manifest {output.manifest:q} 2>> {log:q}"
 
 else:
 
@@ -61,7 +61,6 @@ else:
             f"{R}/logs/runs/{{study}}/{{config}}/rep{{rep}}.log",
         params:
             spec=get_run_spec,
-            retries=SWEEP.retries,
             python=PYTHON,
         conda:
             ENV
@@ -71,7 +70,9 @@ else:
         resources:
             attempt=lambda wildcards, attempt: attempt,
             run_timeout=RUN_TIMEOUT,
+            run_retries=RUN_RETRIES,
             **get_run_resources(),
         shell:
             "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
-            " --timeout {resources.run_timeout} --attempt {resources.attempt} --retries {params.retries} 2>> {log:q}"
+            " --timeout {resources.run_timeout} --attempt {resources.attempt} --retries {resources.run_retries}"
+            " 2>> {log:q}"

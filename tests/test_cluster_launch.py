@@ -96,6 +96,14 @@ def spec(tmp_path):
     return RunSpec.build(sweep, sweep.studies[0].configurations()[0], 0)
 
 
+def bundle_argv(spec, outputs):
+    """The runner's arguments for a bundle: the spec's repetitions 0, 1, ... to these records."""
+    argv = ["--timeout", repr(spec.timeout)]
+    for k, out in enumerate(outputs):
+        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    return argv
+
+
 def slurm_log(tmp_path, job, wildcards, line, rule="rule_run"):
     log = tmp_path / ".snakemake" / "slurm_logs" / rule / wildcards / f"{job}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -183,9 +191,7 @@ def test_a_local_bundle_interrupted_by_ctrl_c_leaves_no_failure_record_and_runs_
                          "parameters": {"n": 30}, "studies": {"s": {"vary": {"n": [30, 31]}}}, "results": "results"})
     spec = RunSpec.build(sweep, sweep.studies[0].configurations()[0], 0)
     outs = [tmp_path / "results" / "runs" / "s" / "n=30" / f"rep{k}.json" for k in range(3)]
-    argv = ["--timeout", repr(spec.timeout)]
-    for k, out in enumerate(outs):
-        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    argv = bundle_argv(spec, outs)
     manifest = tmp_path / "results" / "bundles" / "s" / "n=30.txt"
     job = [sys.executable, "-m", "perfsweep.runner", *argv, "--retries", "0", "--manifest", str(manifest)]
     proc = subprocess.Popen([*job, "--attempt", "1"], stderr=subprocess.PIPE, text=True)
@@ -231,9 +237,7 @@ def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
     outs[1].parent.mkdir(parents=True)
     outs[1].write_text("{}")  # a record of an earlier execution of this bundle
     manifest = tmp_path / "bundles" / "n=1.txt"
-    argv = ["--timeout", repr(spec.timeout)]
-    for k, out in enumerate(outs):
-        argv += ["--spec", replace(spec, repetition=k).to_json(), "--output", str(out)]
+    argv = bundle_argv(spec, outs)
     # the bookkeeping attempt after the last (retries 0: attempt 2) fills in what is missing, then the manifest
     assert main([*argv, "--attempt", "2", "--retries", "0", "--manifest", str(manifest)]) == 0
     assert manifest.read_text().splitlines() == [str(o) for o in outs]

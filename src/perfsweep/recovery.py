@@ -158,10 +158,11 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
 
     ``launched(fields, record)``: whether the sweep's launch now is the one that made the record
     (RunSpec.launched). The others (the app, its args, the launcher, the Python that runs it or the
-    patterns its output is read with changed; a timeout since raised) move under
-    ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts them. Snakemake would rerun them too (the launch is a param of the run job), but only where its
-    metadata for the record's path exists: not in a copied results directory or after ``.snakemake``
-    was removed, where it ran nothing while plan said they would run again."""
+    patterns its output is read with changed; a timeout or retries since raised) move under
+    ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts them.
+    Snakemake's params trigger sees a changed launch only where its metadata for the record's path
+    exists: not in a copied results directory or after ``.snakemake`` was removed (it ran nothing
+    there while plan said they would run again), and never a raised timeout or retries (no params)."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     lines = []
     superseded: dict[str, int] = {}

@@ -110,14 +110,6 @@ def get_run_priority(wildcards):
     return max(TOP_REPETITION - int(wildcards.rep), 1)
 
 
-# The runs' timeout and retries are resources (strings: Snakemake's resources are int or str), not
-# params: Snakemake reruns a job whose params changed, and raising either would measure the whole sweep
-# again. The runs they concern, those that timed out under a shorter timeout or failed with fewer
-# attempts, the workflow sets aside (record_launched, RunSpec.launched).
-RUN_TIMEOUT = repr(SWEEP.timeout)
-RUN_RETRIES = str(SWEEP.retries)
-
-
 def get_run_spec(wildcards):
     """The run's full launch spec as deterministic JSON (so a changed launch reruns the run)."""
     cfg = CONFIGS[(wildcards.study, wildcards.config)]
@@ -175,7 +167,13 @@ def _run_resources(study, config_id, bundled, final):
 
 
 def get_run_resources(study=None):
-    return {key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}
+    """A run job's resources: its attempt, and the runs' timeout and retries (strings: Snakemake's
+    resources are int or str), then its SLURM resources. The timeout and retries are resources, not
+    params: Snakemake reruns a job whose params changed, and raising either would measure the whole
+    sweep again. The runs they concern, those that timed out under a shorter timeout or failed with
+    fewer attempts, the workflow sets aside (record_launched, RunSpec.launched)."""
+    return {"attempt": lambda wildcards, attempt: attempt, "run_timeout": repr(SWEEP.timeout),
+            "run_retries": str(SWEEP.retries), **{key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}}
 
 
 # ---- run records: what `all` asks of the runs, and restart and repair (run.smk's header says why)

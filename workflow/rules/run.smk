@@ -21,8 +21,9 @@
 # after an interruption of any kind (even SIGKILL of Snakemake alone) the same command completes the
 # sweep: stale locks go, finished records are kept (they are written atomically), runs still in flight
 # are waited for. Damaged records are named in one line, moved under results/quarantine/ and measured
-# again, records of another launch (common.smk: record_launched) under results/superseded/; every record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is
-# measured again too. (get_expected_records, get_all_run_records and that step are in common.smk.)
+# again, records of another launch (common.smk: record_launched) under results/superseded/; every
+# record (with bundles: its bundle's manifest) is a target of `all`, so a deleted one is measured again
+# too. (get_expected_records, get_all_run_records and that step are in common.smk.)
 
 
 if SWEEP.bundle == "repetitions":
@@ -43,9 +44,6 @@ if SWEEP.bundle == "repetitions":
             threads: get_run_threads(_study.name)
             retries: SWEEP.retries + 1
             resources:
-                attempt=lambda wildcards, attempt: attempt,
-                run_timeout=RUN_TIMEOUT,
-                run_retries=RUN_RETRIES,
                 **get_run_resources(_study.name),
             shell:
                 "{params.python} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
@@ -68,9 +66,6 @@ else:
         priority: get_run_priority
         retries: SWEEP.retries + 1
         resources:
-            attempt=lambda wildcards, attempt: attempt,
-            run_timeout=RUN_TIMEOUT,
-            run_retries=RUN_RETRIES,
             **get_run_resources(),
         shell:
             "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"

@@ -47,7 +47,10 @@ def test_two_ranks_record(tmp_path):
     assert r["nprocs"] == 2 and r["extra"]["frames"] == 41
     one = subprocess.run([sys.executable, "-m", "perfsweep.apps.rmsd", "--atoms", "500", "--frames", "41",
                           "--trajectory", str(traj)], check=True, capture_output=True, text=True)
-    assert json.loads(one.stdout)["extra"]["rmsd_mean"] == pytest.approx(r["extra"]["rmsd_mean"], rel=1e-12)
+    one = json.loads(one.stdout)
+    assert one["extra"]["rmsd_mean"] == pytest.approx(r["extra"]["rmsd_mean"], rel=1e-12)
+    # untimed, each rank read the reference frame and its block of frames once: 2 + 41 frames of 500 atoms
+    assert r["warmup"]["read_ahead"] == one["warmup"]["read_ahead"] + 6000 == 43 * 500 * 12
     for rank in r["ranks"]:
         assert rank["compute"] > 0 and rank["io"] > 0 and rank["init"] > 0
         assert set(rank["comm_ops"]) == {"Gather"}
@@ -66,6 +69,21 @@ def test_two_ranks_record(tmp_path):
     for col in ("t_Overhead1", "t_Overhead2"):
         assert (obs[col] >= 0).all() and (obs[col] < 0.2 * obs["t_RMSD"]).all(), obs[col]
     assert (obs["t_RMSD"] + obs["t_comm"] <= obs["t_N"]).all()  # t_N = t_RMSD + t_comm (+ timer set-up)
+
+
+@pytest.mark.parametrize("atoms", [30, 30_000])  # frames within and beyond read_ahead's 1 MiB buffer
+def test_read_ahead_reads_the_reference_and_the_block_once(tmp_path, atoms):
+    traj = tmp_path / "t.trj"
+    rmsd.write_trajectory(traj, atoms, 7, seed=1)
+    assert rmsd.read_ahead(traj, 2, 7) == 6 * atoms * 12
+    assert rmsd.read_ahead(traj, 0, 0) == atoms * 12
+
+
+def test_cold_reads_read_nothing_ahead(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "perfsweep.apps.rmsd", "--atoms", "40", "--frames", "5",
+                          "--cold-reads", "--trajectory", str(tmp_path / "t.trj")],
+                         check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout)["warmup"]["read_ahead"] == 0
 
 
 def test_kabsch_rmsd_is_the_minimum_over_brute_force_rotations():

@@ -76,6 +76,7 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
         options={
             "seed": ParamSpec(int, 0, False, "random seed of the generated trajectory"),
             "warmup": ParamSpec(int, 0, False, "frames analysed untimed before the timed ones"),
+            "cold-reads": ParamSpec(bool, 0, False, "time the reads without first reading the block untimed"),
             "trajectory": ParamSpec(str, 0, False, "trajectory file (default: a cache file per atoms, frames, seed)"),
         },
     ),

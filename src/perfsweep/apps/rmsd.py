@@ -6,9 +6,9 @@ A synthetic protein-sized trajectory (``atoms`` x ``frames``, float32, binary fi
 is generated once per (atoms, frames, seed) by rank 0 and written atomically; the frames are split
 into one contiguous block per rank (the ranks' number is reported as parameter registry.PROCESS_COUNT,
 e.g. p); untimed, each rank reads its block once (into the page cache, unless ``--cold-reads``) and
-analyses ``--warmup`` frames; then each rank opens the file (t_opening), reads its frames one by one (t_IO) and computes the
-RMSD of each to the reference after optimal superposition (Kabsch, from the singular values of the
-3x3 covariance; t_comp); the results are gathered to rank 0 (t_comm). Recorded per rank,
+analyses ``--warmup`` frames; then each rank opens the file (t_opening), reads its frames one by one
+(t_IO) and computes the RMSD of each to the reference after optimal superposition (Kabsch, from the
+singular values of the 3x3 covariance; t_comp); the results are gathered to rank 0 (t_comm). Recorded per rank,
 as in the seed's table: phases init = t_opening, io = t_IO, compute = t_comp, comm = t_comm; regions
 ``block_rmsd`` (t_RMSD), ``block_rmsd/opening`` (t_opening), ``block_rmsd/frames`` (t_all_frame: the
 frame loop including its exit) and ``block_rmsd/frames/end_loop`` (t_end_loop: from the end of the last
@@ -161,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     timer = RankTimer()
     start, stop = rank * args.frames // size, (rank + 1) * args.frames // size
     read = 0
-    with timer.untimed() as scratch:  # a warm steady state, untimed: the block in the page cache, numpy warm
-        if not args.cold_reads:
-            read = read_ahead(path, start, stop)
-        if args.warmup:
-            block_rmsd(path, start, min(stop, start + args.warmup), scratch)
+    if args.warmup or not args.cold_reads:  # a warm steady state, untimed: the block in the page cache, numpy warm
+        with timer.untimed() as scratch:
+            if not args.cold_reads:
+                read = read_ahead(path, start, stop)
+            if args.warmup:
+                block_rmsd(path, start, min(stop, start + args.warmup), scratch)
     values = block_rmsd(path, start, stop, timer)
     with timer.comm("Gather"):
         blocks = comm.gather(values, root=0)

@@ -151,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class Terminated(Exception):
-    """perfsweep run got SIGTERM: Snakemake got it too and stopped after the runs in flight."""
+    """perfsweep run got SIGTERM: it stopped Snakemake and the runs in flight as a Ctrl-C does."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -162,25 +162,51 @@ def _wait(proc: subprocess.Popen) -> int:
     """Snakemake's exit code. On Ctrl-C (which reaches Snakemake too: same process group) wait until it
     has stopped its jobs and recorded them, then raise KeyboardInterrupt; if Snakemake did not get the
     signal (only perfsweep was interrupted) pass it on; a second Ctrl-C stops Snakemake at once.
-    SIGTERM to perfsweep (``kill PID``, a batch system's limit) is passed on to Snakemake, which
-    finishes the runs in flight and stops (it went on alone); then Terminated is raised."""
+    SIGTERM to perfsweep (``kill PID``, a batch system's limit) stops the sweep as a Ctrl-C does: SIGINT
+    to Snakemake and every process under it (the runs in flight are archived as ``killed`` and measured
+    by the next start), then as above; Terminated is raised. Not SIGTERM: Snakemake's SIGTERM handler
+    takes its scheduler's lock, and hangs for good when it lands while the scheduler holds that lock."""
     import signal
 
     got: list[int] = []
 
     def terminate(signum, frame):
-        got.append(signum)
-        if proc.poll() is None:
-            proc.send_signal(signum)
+        if not got and proc.returncode is None:
+            got.append(signum)
+            _interrupt_all(proc)
+            raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        rc = _wait_interruptible(proc)
+        return _wait_interruptible(proc)
+    except KeyboardInterrupt:
+        if got:
+            raise Terminated(got[0]) from None
+        raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-    if got:
-        raise Terminated(got[0])
-    return rc
+
+
+def _interrupt_all(proc: subprocess.Popen) -> None:
+    """SIGINT to ``proc`` and then to every process under it (Linux: /proc/PID/task/TID/children), as a
+    Ctrl-C in its terminal would send it, without the processes beside perfsweep in its group."""
+    import signal
+
+    found, todo = [], [proc.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+            children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+        except (OSError, ValueError):  # it ended, or no /proc: Snakemake alone, which still stops
+            children = []
+        found += children
+        todo += children
+    for pid in [proc.pid, *found]:
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
 
 
 def _wait_interruptible(proc: subprocess.Popen) -> int:

@@ -175,9 +175,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
         elif victim == "perfsweep alone":  # kill PID: Snakemake went on alone, to the end of the sweep
             os.kill(proc.pid, sig)
         else:
-            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
-            (smk,) = [int(c) for c in children if "snakemake" in Path(f"/proc/{c}/cmdline").read_text()]
-            os.kill(smk, sig)  # after SIGKILL the runners it started go on (orphans)
+            os.kill(_snakemake_of(proc), sig)  # after SIGKILL the runners it started go on (orphans)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
@@ -227,7 +225,7 @@ def _snakemake_of(proc):
 
 def test_sigterm_stops_a_snakemake_hung_in_its_own_sigterm_handler(tmp_path):
     """Snakemake's SIGTERM handler takes its scheduler's lock; landing while the scheduler holds it (a make
-    test run saw it once), it waits for good. A burst of SIGTERM to Snakemake makes that likely (3 of 8
+    test run saw it once), it waits for good. A burst of SIGTERM to Snakemake makes that likely (5 of 8
     tries here); SIGTERM to perfsweep must still stop the sweep (before: it passed SIGTERM on, and hung)."""
     for attempt in range(4):
         state, results, cfg = tmp_path / f"state{attempt}", tmp_path / f"results{attempt}", tmp_path / f"c{attempt}.yaml"

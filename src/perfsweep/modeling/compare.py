@@ -59,6 +59,7 @@ from perfsweep.modeling.model import Model
 EXPONENT_TOLERANCE = Fraction(1, 4)
 LOG_TOLERANCE = 1
 STABLE = 0.5  # share of its resamples a model must agree with to count as a stable reference
+APART = 10.0  # order_distance of a parameter in which one lead order grows and the other does not
 SUPPORT = 0.1  # share of the reference's resamples that must agree with a lead order to "support" it
 
 Order = tuple[Fraction, int]
@@ -66,12 +67,15 @@ Ranges = dict[str, tuple[float, float]]
 
 
 def lead_orders(model: Model) -> dict[str, Order]:
-    """Per parameter name: the largest (i, j) of the model's factors in it, (0, 0) if none."""
+    """Per parameter name: the largest (i, j) of the model's factors in it, (0, 0) if none; of a
+    reciprocal model 1 / f (a rate) the negated orders of f (its growth is the inverse)."""
     out: dict[str, Order] = {name: (Fraction(0), 0) for name in model.param_names}
     for term in model.terms:
         for f in term.factors:
             name = model.param_names[f.param]
             out[name] = max(out[name], (Fraction(f.i), int(f.j)))
+    if model.reciprocal:
+        return {name: (-i, -j) for name, (i, j) in out.items()}
     return out
 
 
@@ -113,6 +117,28 @@ def orders_agree(a: dict[str, Order], b: dict[str, Order], exponent_tol: Fractio
         return False
     ranges = ranges or {}
     return all(_agree(a.get(n, zero), b.get(n, zero), ranges.get(n), exponent_tol, log_tol) for n in names)
+
+
+def order_distance(a: dict[str, Order], b: dict[str, Order], ranges: Ranges | None = None) -> float:
+    """How far apart two lead orders are: per parameter the difference of their growth over its measured
+    range (``ranges``; without one, or from 1, of the exponents as written, a log2 power counting 1/4),
+    summed; a parameter in which only one of them grows counts ``APART``."""
+    zero = (Fraction(0), 0)
+    ranges = ranges or {}
+    total = 0.0
+    for name in set(a) | set(b):
+        oa, ob = a.get(name, zero), b.get(name, zero)
+        if oa == ob:
+            continue
+        if (oa == zero) != (ob == zero):
+            total += APART
+            continue
+        span = ranges.get(name)
+        if span is not None and 1 < span[0] < span[1]:
+            total += abs(growth(oa, *span) - growth(ob, *span))
+        else:
+            total += abs(float(oa[0] - ob[0])) + abs(oa[1] - ob[1]) / 4
+    return total
 
 
 def same_lead_order(a: Model, b: Model, exponent_tol: Fraction = EXPONENT_TOLERANCE,

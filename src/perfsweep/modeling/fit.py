@@ -30,9 +30,14 @@ The method (every choice measured against Extra-P 4.2.5 with bench/modeler_vs_ex
 
 Every measurement set is scaled to a largest mean of 1 before fitting; sets with zeros are fitted
 without weights, sets with negative values also without the sign rule; with ``bootstrap`` the
-repetitions are resampled and every resample modelled anew (Model.lead_share, .interval): with one
-parameter by the whole search, with several by a selection seeded with the candidates that the search
-of the original data reached (steps 2-4 once per set, not once per resample; _Fit.reselect).
+repetitions are resampled and every resample modelled anew: with one parameter by the whole search,
+with several by a selection seeded with the candidates that the search of the original data reached
+(steps 2-4 once per set, not once per resample; _Fit.reselect). The reported model is then the one
+that the resamples agree with (modeling.consensus: Model.lead_share, .interval), in two rounds: the
+first resamples the repetitions alone; the second also moves every point's mean by the scatter that
+the first round's model leaves beyond the repetitions' noise (the host's drift between configurations
+measured at different times, which one configuration's repetitions do not show: on the 2-core test
+machines the same point measured 3.48 s and 3.00 s half an hour apart).
 
 Selection: N log(RSS_w / N) + penalty * ln(N) * K (the Gaussian log-likelihood with unknown noise and
 a penalty per coefficient, twice BIC's). Every term coefficient must be positive (each term of a
@@ -55,7 +60,8 @@ from typing import Sequence
 import numpy as np
 from scipy.stats import chi2
 
-from perfsweep.modeling.model import Model
+from perfsweep.modeling.consensus import consensus
+from perfsweep.modeling.model import Model, fill_statistics
 from perfsweep.modeling.structures import Structure, structures
 from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
@@ -92,6 +98,9 @@ class FitOptions:
     positive: bool = True  # term coefficients must be positive
     weighting: str = "relative"  # "relative" (1/y^2) or "none" (Extra-P's plain least squares)
     bootstrap: int = 0  # resamples of the repetitions, each modelled anew (lead-term share, intervals)
+    # parameters whose form is given, not searched: ((name, ((i, j), ...)), ...); such a parameter needs
+    # only one value more than its hypotheses (two values of p with the one form p^-1: Amdahl's law)
+    assumed: tuple = ()
     seed: int = 0  # of the resampling (the same input gives the same intervals)
 
 
@@ -121,7 +130,8 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
     opts = options or FitOptions()
     if opts.weighting not in ("relative", "none"):
         raise ModelingError(f"weighting must be 'relative' or 'none', not {opts.weighting!r}")
-    x, names = _check_points(x, param_names)
+    assumed = dict(opts.assumed)
+    x, names = _check_points(x, param_names, {name: len(p) + 1 for name, p in assumed.items()})
     out: list[Model | None] = [None] * len(ys)
     groups: dict[str, list[tuple[int, np.ndarray, float]]] = {}
     for i, y in enumerate(ys):
@@ -142,38 +152,76 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         # the terms may also have negative coefficients
         kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
         groups.setdefault(kind, []).append((i, checked / scale, scale))
-    pairs = [_pairs(opts.negative_exponents or name in opts.negative_params, name not in opts.power_params)
+    pairs = [tuple(assumed[name]) if name in assumed else
+             _pairs(opts.negative_exponents or name in opts.negative_params, name not in opts.power_params)
              for name in names]
     rng = np.random.default_rng(opts.seed)
     for (weighting, positive), sets in groups.items():
         o = replace(opts, weighting=weighting, positive=positive)
-        ybar = [np.nanmean(c, axis=1) for _, c, _ in sets]
-        noise = [_noise(c, weighting) for _, c, _ in sets]
-        owner = list(range(len(sets)))  # the set each row of ybar belongs to (resamples after the sets)
-        for j, (_, c, _) in enumerate(sets):
-            if opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
-                ybar += list(_resampled_means(c, opts.bootstrap, rng))
-                noise += [noise[j]] * opts.bootstrap
-                owner += [j] * opts.bootstrap
-        ybar_all, noise_all = np.array(ybar), np.array(noise)
+        ybar = np.array([np.nanmean(c, axis=1) for _, c, _ in sets])
+        noise = np.array([_noise(c, weighting) for _, c, _ in sets])
         models: list[Model] = []
         pools: list[_Entries] = []  # per set: the candidates its search reached (rows: the set's index)
         for start in range(0, len(sets), _CHUNK):
             stop = min(start + _CHUNK, len(sets))
-            fit = _Fit(x, ybar_all[start:stop], noise_all[start:stop], names, pairs, o)
+            fit = _Fit(x, ybar[start:stop], noise[start:stop], names, pairs, o)
             models += fit.models()
-            if x.shape[1] > 1:
+            if x.shape[1] > 1 and opts.bootstrap:
                 pool = replace(fit.pool, row=fit.pool.row + start)
                 pools += [pool.take(pool.row == j) for j in range(start, start + fit.m)]
-        owner_arr = np.array(owner)
-        models += _resample_models(x, ybar_all[len(sets):], noise_all[len(sets):], owner_arr[len(sets):], pools,
-                                   names, pairs, o)
+        relative = weighting == "relative"
+        amdahl = tuple(k for k, name in enumerate(names) if any(i < 0 for i, _ in assumed.get(name, ())))
+        w = [1.0 / y ** 2 if relative else np.ones_like(y) for y in ybar]
+
+        def choose(excess: list[float], known: list[Model]) -> list[Model]:
+            """Every set's reported model (consensus) over resamples that stray by ``excess`` more; the
+            forms of ``known`` (a first round's choices) are candidates too."""
+            draws, owner = [], []
+            for j, (_, c, _) in enumerate(sets):
+                if opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
+                    draws.append(_resampled_means(c, opts.bootstrap, rng, excess[j], relative))
+                    owner += [j] * opts.bootstrap
+            if not draws:
+                return models
+            owner_arr = np.array(owner, int)
+            means = np.concatenate(draws)
+            resampled = _resample_models(x, means, noise[owner_arr], owner_arr, pools, names, pairs, o)
+            out = []
+            for j, model in enumerate(models):
+                mine = np.flatnonzero(owner_arr == j)
+                out.append(consensus(model, [known[j], *(resampled[b] for b in mine)], x, ybar[j], means[mine], w[j],
+                                     o.penalty * np.log(len(x)), positive, relative, amdahl))
+            return out
+
+        # the scatter a model leaves beyond the repetitions' noise (the host's drift between
+        # configurations, what the form misses) is known only from a model that the resamples chose:
+        # a first round over the repetitions alone, then the round that also carries that scatter
+        first = choose([0.0] * len(sets), models)
+        excess = [_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]) for j, m in enumerate(first)]
+        final = choose(excess, first) if any(e > 0 for e in excess) else first
         for j, (i, _, scale) in enumerate(sets):
-            model = models[j]
-            model.bootstrap = [models[b] for b in np.flatnonzero(owner_arr == j) if b >= len(sets)]
-            _lead_share(model)
-            out[i] = _rescaled(model, scale)
+            chosen = final[j]
+            chosen.scatter, chosen.scatter_relative = _scatter(chosen, ybar[j], noise[j], relative), relative
+            out[i] = _rescaled(chosen, scale)
     return out
+
+
+def _scatter(model: Model, ybar: np.ndarray, noise: float, relative: bool) -> float:
+    """How far a new measurement of a point's mean strays from the model (relative with relative
+    weights): the residuals' spread over their degrees of freedom, at least the repetitions' own noise
+    of a mean. It holds what the repetitions of one round do not show: the host's drift between the
+    configurations (measured at different times) and what the form misses."""
+    resid = ybar - model.predict(model.points)
+    if relative:
+        resid = resid / ybar
+    dof = len(ybar) - len(model.terms) - 1
+    spread = float(np.sum(resid * resid) / dof) if dof > 0 else float("nan")
+    return float(np.sqrt(np.fmax(spread, noise)))
+
+
+def _excess(scatter: float, noise: float) -> float:
+    """The part of the scatter (a standard deviation) that the repetitions do not show."""
+    return float(np.sqrt(max(scatter * scatter - (noise if np.isfinite(noise) else 0.0), 0.0))) if np.isfinite(scatter) else 0.0
 
 
 def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[Model]:
@@ -192,10 +240,14 @@ def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[M
     return models
 
 
-def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
+def _resampled_means(y: np.ndarray, count: int, rng, excess: float = 0.0, relative: bool = True) -> np.ndarray:
     """(count, N) means of the repetitions of every point drawn with replacement. The deviations
     from the point's mean are widened by sqrt(r / (r - 1)): the plain bootstrap's variance of a mean
-    of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short)."""
+    of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short);
+    with ``relative`` the widening is of the ratio to the mean (a positive value stays positive).
+    Every drawn mean then strays by ``excess`` more (a fraction of the value with ``relative``, else
+    in the values' unit), independently per point: the scatter between configurations that the
+    repetitions of one round do not show."""
     out = np.empty((count, len(y)))
     for n, row in enumerate(y):
         v = row[~np.isnan(row)]
@@ -204,29 +256,17 @@ def _resampled_means(y: np.ndarray, count: int, rng) -> np.ndarray:
             out[:, n] = mean
             continue
         draw = v[rng.integers(len(v), size=(count, len(v)))].mean(axis=1)
-        out[:, n] = mean + np.sqrt(len(v) / (len(v) - 1)) * (draw - mean)
+        widen = np.sqrt(len(v) / (len(v) - 1))
+        out[:, n] = mean * (draw / mean) ** widen if relative and mean > 0 else mean + widen * (draw - mean)
+    if excess > 0:
+        shift = rng.standard_normal(out.shape) * excess
+        out = out * np.exp(shift - excess * excess / 2) if relative else out + shift
     return out
-
-
-def _lead_share(model: Model) -> None:
-    """The share of the resamples whose model has the same lead (dominant) terms, and the most
-    frequent other lead with its share (the runner-up)."""
-    if not model.bootstrap:
-        return
-    leads = [b.lead() for b in model.bootstrap]
-    counts: dict[str, int] = {}
-    for lead in leads:
-        counts[lead] = counts.get(lead, 0) + 1
-    mine = model.lead()
-    model.lead_share = counts.get(mine, 0) / len(leads)
-    others = sorted(((c, lead) for lead, c in counts.items() if lead != mine), key=lambda t: (-t[0], t[1]))
-    if others:
-        model.runner_up, model.runner_up_share = others[0][1], others[0][0] / len(leads)
 
 
 def _zero_model(names, x, ybar) -> Model:
     model = Model(list(names), [], np.zeros(1), points=x, values=ybar, cv_score=0.0)
-    _statistics(model, ybar, np.zeros_like(ybar))
+    fill_statistics(model, ybar, np.zeros_like(ybar))
     return model
 
 
@@ -234,14 +274,19 @@ def _rescaled(model: Model, scale: float) -> Model:
     """The model of scaled values back in the units of the measurements."""
     model.coefficients = model.coefficients * scale
     model.values = model.values * scale
-    for b in model.bootstrap:
+    for b in (*model.bootstrap, *model.alternatives):
         b.coefficients = b.coefficients * scale
+    if not model.scatter_relative:
+        model.scatter *= scale
     with np.errstate(over="ignore"):
         model.rss *= scale * scale
     return model
 
 
-def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
+def _check_points(x, names, needed: dict[str, int] | None = None) -> tuple[np.ndarray, list[str]]:
+    """The points as N x q, checked; ``needed``: fewer distinct values than MIN_VALUES that suffice
+    for a parameter (one whose form is assumed)."""
+    needed = needed or {}
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[:, None]
@@ -254,9 +299,10 @@ def _check_points(x, names) -> tuple[np.ndarray, list[str]]:
         raise ModelingError("parameter values must be finite and positive (log2 and powers of them are taken)")
     for k, name in enumerate(names):
         distinct = len(np.unique(x[:, k]))
-        if distinct < MIN_VALUES:
-            raise ModelingError(f"parameter {name} has {distinct} distinct values; at least {MIN_VALUES} are needed")
-        if distinct < 5:
+        least = min(MIN_VALUES, needed.get(name, MIN_VALUES))
+        if distinct < least:
+            raise ModelingError(f"parameter {name} has {distinct} distinct values; at least {least} are needed")
+        if distinct < 5 and name not in needed:
             warnings.warn(f"parameter {name} has only {distinct} distinct values; 5 or more are advised",
                           FewValuesWarning, stacklevel=4)
     return x, names
@@ -895,7 +941,7 @@ class _Fit:
             terms = [t for t, k in zip(terms, keep[1:]) if k]
             coef = np.r_[coef[0], coef[1:][keep[1:]]]
             model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
-            _statistics(model, y[i], model.predict(self.x))
+            fill_statistics(model, y[i], model.predict(self.x))
             out[r] = model
         self.plausible(en, out)
         self.resolve_exact(out)
@@ -944,7 +990,7 @@ class _Fit:
             coef, rss = _lstsq(self.x, terms, sw, b)
             if rss <= exact and (not self.opts.positive or np.all(coef[1:] > 0)):
                 fitted = Model(self.names, terms, coef, points=self.x, values=self.y[r])
-                _statistics(fitted, self.y[r], fitted.predict(self.x))
+                fill_statistics(fitted, self.y[r], fitted.predict(self.x))
                 out[r] = fitted
 
     def single_parameter_terms(self) -> list[Term]:
@@ -1038,7 +1084,7 @@ class _Fit:
                 h = h + (tv - tv.mean()) ** 2 / np.sum((tv - tv.mean()) ** 2)
             loo = (y[i] - model.predict(self.x)) / np.clip(1.0 - h, 1e-9, None)
             model.cv_score = float(np.mean(loo * loo * (self.w[r] if self.opts.weighting == "relative" else 1.0)))
-            _statistics(model, y[i], model.predict(self.x))
+            fill_statistics(model, y[i], model.predict(self.x))
             out[r] = model
 
 
@@ -1080,17 +1126,3 @@ def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray) -> t
     a = np.column_stack([np.ones(len(x))] + [t.values(x) for t in terms]) * sw[:, None]
     coef, *_ = np.linalg.lstsq(a, b, rcond=None)
     return coef, float(np.sum((a @ coef - b) ** 2))
-
-
-def _statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
-    resid = y - pred
-    rss = float(np.sum(resid ** 2))
-    tss = float(np.sum((y - y.mean()) ** 2))
-    n, k = len(y), len(model.terms)
-    r2 = 1.0 - rss / tss if tss > 0 else 1.0
-    model.rss = rss
-    model.r2 = r2
-    model.adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else float("nan")
-    denominator = np.abs(pred) + np.abs(y)
-    model.smape = float(np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1),
-                                         0.0)) * 100)

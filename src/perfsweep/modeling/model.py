@@ -38,10 +38,22 @@ class Model:
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
     # the models of resampled repetitions (FitOptions.bootstrap): how sure the form and predictions are
     bootstrap: list["Model"] = field(default_factory=list)
-    lead_share: float = float("nan")  # share of the resamples with the same lead terms
+    lead_share: float = float("nan")  # share of the resamples whose lead order agrees (modeling.compare)
     runner_up: str = ""  # the most frequent other lead terms among the resamples ...
     runner_up_share: float = float("nan")  # ... and their share
     processes: str | None = None  # the process-count parameter, if the model has one
+    # how far a new measurement (a point's mean) strays from the model beyond the fit's own uncertainty:
+    # the residuals' spread (the host's drift between configurations, what the form misses), at least
+    # the repetitions' noise; a fraction of the value if scatter_relative, else in the metric's unit
+    scatter: float = float("nan")
+    scatter_relative: bool = True
+    # a rate (steps/s, GFLOP/s) that falls as a parameter grows is modelled through its reciprocal (the
+    # time per unit of work, a sum of costs): the model is then 1 / f(x) with f the PMNF function
+    reciprocal: bool = False
+    # other forms that fit the data about as well (modeling.consensus): their spread beyond the grid
+    # widens the interval
+    alternatives: list["Model"] = field(default_factory=list)
+    alternative_weights: list[float] = field(default_factory=list)  # exp(-(criterion - this model's) / 2)
     fixed: dict[str, Any] = field(default_factory=dict)  # the study's fixed parameters (models.json), e.g. p = 4
 
     def predict(self, x) -> np.ndarray:
@@ -55,6 +67,9 @@ class Model:
         out = np.full(len(x), float(self.coefficients[0]))
         for c, t in zip(self.coefficients[1:], self.terms):
             out += c * t.values(x)
+        if self.reciprocal:
+            with np.errstate(divide="ignore"):
+                return 1.0 / out
         return out
 
     def lead(self) -> str:
@@ -63,25 +78,43 @@ class Model:
         return " + ".join(lead) if lead else "constant"
 
     def interval(self, x, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-        """The ``level`` interval of the expected value at ``x`` (the choice of the form included)
-        from the spread of the resampled models' predictions around this model's: log-normal where
-        all are positive (run times), else normal. With the few resamples the pipeline affords this
-        covers better than their percentiles (90 % intervals, 60 noisy 2-parameter functions: 0.88 vs
-        0.86 with 40 resamples, 0.93 vs 0.87 with 100). NaN without resamples."""
+        """The ``level`` interval of a new measurement (a point's mean over its repetitions) at ``x``:
+        the spread of the resampled models' predictions around this model's (the choice of the form
+        included; the resamples also carry the scatter between configurations that the repetitions
+        do not show) and the ``scatter`` a new measurement has around the model, added in variance;
+        log-normal where all are positive (run times), else normal. With the few resamples the
+        pipeline affords this covers better than their percentiles (90 % intervals, 60 noisy
+        2-parameter functions: 0.88 vs 0.86 with 40 resamples, 0.93 vs 0.87 with 100). NaN without
+        resamples."""
         pred = self.predict(x)
         if not self.bootstrap:
             return np.full(len(pred), np.nan), np.full(len(pred), np.nan)
         preds = np.array([b.predict(x) for b in self.bootstrap])
         z = float(norm.ppf(0.5 + level / 2))
         positive = np.all(preds > 0, axis=0) & (pred > 0)
+        scatter = self.scatter if np.isfinite(self.scatter) else 0.0
         with np.errstate(divide="ignore", invalid="ignore"):
-            spread = np.where(positive, np.std(np.log(np.where(positive, preds, 1.0)), axis=0, ddof=1),
-                              np.std(preds, axis=0, ddof=1))
+            if self.scatter_relative:
+                rel, absolute = np.full(len(pred), scatter), scatter * np.abs(pred)
+            else:
+                rel, absolute = scatter / np.abs(pred), np.full(len(pred), scatter)
+            log_spread = np.std(np.log(np.where(positive, preds, 1.0)), axis=0, ddof=1)
+            spread = np.where(positive, np.hypot(log_spread, rel), np.hypot(np.std(preds, axis=0, ddof=1), absolute))
+            if self.alternatives:  # the alternatives' departures from this model, weighted by their fit
+                alt = np.array([a.predict(x) for a in self.alternatives])
+                weight = np.asarray(self.alternative_weights or [1.0] * len(alt))[:, None]
+                good = positive & np.all(alt > 0, axis=0)
+                dev = np.where(good, np.log(np.where(good, alt, 1.0) / np.where(good, pred, 1.0)), alt - pred)
+                spread = np.hypot(spread, np.sqrt(np.sum(weight * dev ** 2, axis=0) / (1.0 + weight.sum())))
             low = np.where(positive, pred * np.exp(-z * spread), pred - z * spread)
             high = np.where(positive, pred * np.exp(z * spread), pred + z * spread)
         return low, high
 
     def __str__(self) -> str:
+        text = self._text()
+        return f"1 / ({text})" if self.reciprocal else text
+
+    def _text(self) -> str:
         parts = [] if self.coefficients[0] == 0 and self.terms else [_num(float(self.coefficients[0]))]
         for c, t in zip(self.coefficients[1:], self.terms):
             sign = "-" if c < 0 else "+"
@@ -101,7 +134,7 @@ class Model:
         for c, t in zip(self.coefficients[1:], self.terms):
             sign = "-" if c < 0 else "+"
             text += rf" {sign} {num(abs(float(c)))} \cdot {t.latex(self.param_names)}"
-        return text
+        return rf"\frac{{1}}{{{text}}}" if self.reciprocal else text
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able mapping; an undefined statistic (NaN: k = 1, an exact fit) is None, so that the
@@ -119,8 +152,12 @@ class Model:
             "lead": self.lead(), "lead_share": self.lead_share,
             "runner_up": self.runner_up, "runner_up_share": self.runner_up_share,
             "processes": self.processes,
+            "scatter": self.scatter, "scatter_relative": self.scatter_relative, "reciprocal": self.reciprocal,
             "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
                           for b in self.bootstrap],
+            "alternatives": [{"terms": [t.to_list() for t in a.terms], "coefficients": [float(c) for c in a.coefficients]}
+                             for a in self.alternatives],
+            "alternative_weights": list(self.alternative_weights),
         })
 
     @classmethod
@@ -135,13 +172,20 @@ class Model:
             cv_score=d.get("cv_score", float("nan")),
             points=np.asarray(d.get("points", []), dtype=float), values=np.asarray(d.get("values", []), dtype=float),
             bootstrap=[cls(list(d["param_names"]), [Term.from_list(t) for t in b["terms"]],
-                           np.asarray(b["coefficients"], dtype=float)) for b in d.get("bootstrap", [])],
+                           np.asarray(b["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
+                       for b in d.get("bootstrap", [])],
+            alternatives=[cls(list(d["param_names"]), [Term.from_list(t) for t in a["terms"]],
+                              np.asarray(a["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
+                          for a in d.get("alternatives", [])],
+            alternative_weights=[float(v) for v in d.get("alternative_weights", [])],
             lead_share=d.get("lead_share", float("nan")), runner_up=d.get("runner_up", ""),
             runner_up_share=d.get("runner_up_share", float("nan")), processes=d.get("processes"),
+            scatter=d.get("scatter", float("nan")), scatter_relative=d.get("scatter_relative", True),
+            reciprocal=bool(d.get("reciprocal", False)),
         )
 
 
-_STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share")
+_STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share", "scatter")
 
 
 def _strict(value: Any) -> Any:
@@ -153,3 +197,18 @@ def _strict(value: Any) -> Any:
     if isinstance(value, list):
         return [_strict(v) for v in value]
     return value
+
+
+def fill_statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
+    """R^2, adjusted R^2, RSS and SMAPE of ``model`` whose predictions at its points are ``pred``."""
+    resid = y - pred
+    rss = float(np.sum(resid ** 2))
+    tss = float(np.sum((y - y.mean()) ** 2))
+    n, k = len(y), len(model.terms)
+    r2 = 1.0 - rss / tss if tss > 0 else 1.0
+    model.rss = rss
+    model.r2 = r2
+    model.adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else float("nan")
+    denominator = np.abs(pred) + np.abs(y)
+    model.smape = float(np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1),
+                                         0.0)) * 100)

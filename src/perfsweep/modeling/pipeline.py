@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -31,13 +32,17 @@ import pandas as pd
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.config import format_value
-from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
+from perfsweep.modeling.consensus import NEGATIVE
+from perfsweep.modeling.fit import MIN_VALUES, FitOptions, ModelingError, fit_models
+from perfsweep.modeling.model import Model, fill_statistics
+from perfsweep.modeling.predict import is_time_metric
 
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
 UNMODELLED = ("other", "total")
 SPARSE_EXTRA_TERMS = 1  # lower-order terms beside a product in a sparse or adaptive design's models
 BOOTSTRAP = 40  # resamples per model: enough for the lead share (+-0.08) and a 90 % interval
 LEVEL = 0.9
+UNDECIDED = 0.5  # a lead order fewer resamples agree with is flagged: the data do not decide the form
 
 
 def repetitions(sel: pd.DataFrame) -> np.ndarray:
@@ -90,19 +95,36 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind, points and the config's ``modeling:`` (fit_options)."""
-    options = fit_options(processes, design, bootstrap, agg[varied], varied, modeling)
+    options of the study's design kind, points and the config's ``modeling:`` (fit_options).
+    Configurations whose ranks outnumber the cores they had (the aggregate's ``oversubscribed``) are
+    not fitted: their predictions are reported beside (``oversubscribed`` True, measured against the
+    model of the cores' regime). Where that leaves fewer than MIN_VALUES values of the process count,
+    its form is taken as p^-1 (Amdahl's law: a serial part and a part divided among the ranks), and the
+    table says so. A rate that falls as a parameter grows is modelled through its reciprocal where that
+    predicts better (reciprocal_wins)."""
+    over = _oversubscribed(agg, processes, varied)
+    fit_agg = agg[~over]
+    options = fit_options(processes, design, bootstrap, fit_agg[varied], varied, modeling)
+    notes = []
+    if over.any():
+        values = sorted(set(agg.loc[over, processes]))
+        notes.append(f"{processes} = {', '.join(format_value(v) for v in values)} oversubscribed (more ranks than "
+                     "cores): not fitted, measured against the model beside it")
+    if processes in varied and fit_agg[processes].nunique() == MIN_VALUES - 1:
+        options = replace(options, assumed=((processes, ((Fraction(-1), 0),)),))
+        notes.append(f"form in {processes} assumed {processes}^-1 (Amdahl's law: {MIN_VALUES - 1} values"
+                     + (" within the cores)" if over.any() else ")"))
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
     rows, todo = [], {}  # todo: points -> [(row, selection, repetitions)]
     for region, metric in keys.itertuples(index=False):
-        sel = agg[(agg["region"] == region) & (agg["metric"] == metric)]
+        sel = fit_agg[(fit_agg["region"] == region) & (fit_agg["metric"] == metric)]
         row: dict[str, Any] = {"study": study, "region": region, "metric": metric,
                                "model_name": f"{'T' if metric == 'time' else metric}({', '.join(varied)})",
                                "varied": ", ".join(varied), "fixed": fixed_text, "n_points": len(sel)}
         y = repetitions(sel)
-        if np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
+        if not len(sel) or np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
             rows.append({**row, "model": "", "reason": f"missing or infinite values in {region}/{metric}"})
             continue
         x = sel[varied].to_numpy(float)
@@ -111,41 +133,113 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     for group in todo.values():
         x = group[0][1][varied].to_numpy(float)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fitted = fit_models(x, [y for _, _, y in group], varied, options=options)
+            fitted = _fit_group(x, group, varied, options)
         except ModelingError as exc:
             rows += [{**row, "model": "", "reason": str(exc)} for row, _, _ in group]
             continue
         for (row, sel, _), model in zip(group, fitted):
             model.processes = processes if processes in varied else None
+            other = agg[over & (agg["region"] == row["region"]) & (agg["metric"] == row["metric"])]
+            flags = notes + model_flags(model, row["metric"])
             rows.append({**row, "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
                          "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
                          "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
-                         "runner_up_share": model.runner_up_share, "reason": ""})
+                         "runner_up_share": model.runner_up_share, "notes": "; ".join(flags),
+                         "oversubscribed": _slowdown(model, other, varied), "reason": ""})
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
-                           "design": design,
+                           "design": design, "notes": flags,
                            "processes": model.processes, "level": LEVEL, "model": model.to_dict()})
-            y = model.values
-            pred = model.predict(x)
-            low, high = model.interval(x, LEVEL)
-            p = sel[["config_id", *varied]].copy()
-            p.insert(0, "metric", row["metric"])
-            p.insert(0, "region", row["region"])
-            p.insert(0, "study", study)
-            p["measured"] = y
-            p["predicted"] = pred
-            p["low"], p["high"] = low, high
-            p["residual"] = y - pred
-            with np.errstate(divide="ignore", invalid="ignore"):
-                p["rel_error"] = (pred - y) / y
-            preds.append(p)
+            preds.append(_predictions(model, sel, study, row, varied, oversubscribed=False))
+            if len(other):
+                preds.append(_predictions(model, other, study, row, varied, oversubscribed=True))
     order = {key: i for i, key in enumerate(keys.itertuples(index=False, name=None))}
     rows.sort(key=lambda r: order[r["region"], r["metric"]])
     models.sort(key=lambda m: order[m["region"], m["metric"]])
     preds.sort(key=lambda p: order[p["region"].iat[0], p["metric"].iat[0]])
     table = pd.DataFrame(rows)
     cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
-            "runner_up_share", "smape", "rss", "cv_score", "n_points", "varied", "latex", "reason"]
+            "runner_up_share", "notes", "oversubscribed", "smape", "rss", "cv_score", "n_points", "varied", "latex",
+            "reason"]
     table = table.reindex(columns=cols)
     return table, models, (pd.concat(preds, ignore_index=True) if preds else pd.DataFrame())
+
+
+def _oversubscribed(agg: pd.DataFrame, processes: str, varied: list[str]) -> pd.Series:
+    """Rows of configurations whose ranks outnumbered their cores (the aggregate's ``oversubscribed``,
+    from the run records), where the process count is varied and some configurations were not."""
+    if "oversubscribed" not in agg or processes not in varied:
+        return pd.Series(False, index=agg.index)
+    over = agg["oversubscribed"].astype(str).str.lower().isin(("true", "1"))
+    return over if not over.all() else pd.Series(False, index=agg.index)
+
+
+def _fit_group(x: np.ndarray, group: list, varied: list[str], options: FitOptions) -> list:
+    """The models of a group of measurement sets on the same points; a rate (not a time, positive)
+    is fitted both as it is and through its reciprocal, and keeps the one that predicts better."""
+    ys = [y for _, _, y in group]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = fit_models(x, ys, varied, options=options)
+        rates = [i for i, (row, _, y) in enumerate(group)
+                 if fitted[i] is not None and not is_time_metric(row["metric"]) and np.nanmin(y) > 0]
+        if rates:
+            inverse = fit_models(x, [1.0 / ys[i] for i in rates], varied, options=options)
+            for i, model in zip(rates, inverse):
+                if model is not None and reciprocal_wins(fitted[i], model):
+                    model.reciprocal = True
+                    for b in (*model.bootstrap, *model.alternatives):
+                        b.reciprocal = True
+                    model.values = np.nanmean(ys[i], axis=1)
+                    fill_statistics(model, model.values, model.predict(x))
+                    fitted[i] = model
+    return fitted
+
+
+def reciprocal_wins(direct: Model, inverse: Model) -> bool:
+    """Whether the model of 1/y (``inverse``) predicts y better than the model of y (``direct``):
+    both leave-one-out scores are relative squared errors, and those of 1/y and y are the same to first
+    order. A rate that falls like 1/s^3 has no positive PMNF model (every term a cost grows), its
+    reciprocal (the time per unit of work) has."""
+    return bool(np.isfinite(inverse.cv_score) and not inverse.cv_score >= direct.cv_score)
+
+
+def model_flags(model: Model, metric: str) -> list[str]:
+    """What a reader must know before using the model: a form the resamples do not agree on, a
+    negative constant in a time model, a fit worse than the constant."""
+    flags = []
+    if model.bootstrap and model.lead_share < UNDECIDED:
+        runner = f" or {model.runner_up} ({model.runner_up_share:.0%})" if model.runner_up else ""
+        flags.append(f"form undecided: {model.lead()} ({model.lead_share:.0%} of the resamples){runner}")
+    smallest = float(np.min(model.values)) if len(model.values) else float("nan")
+    if is_time_metric(metric) and not model.reciprocal and model.coefficients[0] < -NEGATIVE * smallest:
+        flags.append(f"negative constant {model.coefficients[0]:.3g} (below -{NEGATIVE:.0%} of the smallest "
+                     f"mean {smallest:.3g})")
+    if model.adj_r2 < 0:
+        flags.append(f"adj. R^2 {model.adj_r2:.2f}: predicts worse than the mean")
+    return flags
+
+
+def _slowdown(model: Model, other: pd.DataFrame, varied: list[str]) -> str:
+    """'p = 3: 1.52x, p = 4: 2.10x': the oversubscribed configurations' medians against the model."""
+    if not len(other):
+        return ""
+    ratio = other["median"].to_numpy(float) / model.predict(other[varied].to_numpy(float))
+    frame = other.assign(ratio=ratio).groupby(model.processes or varied[-1])["ratio"].median()
+    return ", ".join(f"{model.processes} = {format_value(k)}: {v:.2f}x" for k, v in frame.items())
+
+
+def _predictions(model: Model, sel: pd.DataFrame, study: str, row: dict, varied: list[str],
+                 oversubscribed: bool) -> pd.DataFrame:
+    x = sel[varied].to_numpy(float)
+    p = sel[["config_id", *varied]].copy()
+    p.insert(0, "metric", row["metric"])
+    p.insert(0, "region", row["region"])
+    p.insert(0, "study", study)
+    p["measured"] = model.values if not oversubscribed else sel["median"].to_numpy(float)
+    p["predicted"] = model.predict(x)
+    p["low"], p["high"] = model.interval(x, LEVEL)
+    p["residual"] = p["measured"] - p["predicted"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p["rel_error"] = (p["predicted"] - p["measured"]) / p["measured"]
+    p["oversubscribed"] = oversubscribed
+    return p

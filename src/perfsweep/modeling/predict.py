@@ -98,11 +98,21 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
     return grid
 
 
+_RATE = re.compile(r"(/|\bper[ _]?)\s*(s|sec|second)s?$|flop|rate|throughput|bandwidth|/s\b", re.IGNORECASE)
+
+
+def is_rate_metric(metric: str) -> bool:
+    """Whether a metric is an amount per second (timesteps/s, GFLOP/s, a bandwidth): it falls as the work
+    grows, where a time grows."""
+    return bool(_RATE.search(metric))
+
+
 def is_time_metric(metric: str) -> bool:
-    """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric)."""
+    """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric);
+    not a rate such as timesteps/s."""
     from perfsweep.apps.registry import RUN_METRICS
 
-    return metric in RUN_METRICS or "time" in metric
+    return metric in RUN_METRICS or ("time" in metric and not is_rate_metric(metric))
 
 
 def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9) -> list[str]:

@@ -196,12 +196,15 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         # the scatter a model leaves beyond the repetitions' noise (the host's drift between
         # configurations, what the form misses) is known only from a model that the resamples chose:
         # a first round over the repetitions alone, then the round that also carries that scatter
-        first = choose([0.0] * len(sets), models)
-        excess = [_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]) for j, m in enumerate(first)]
-        final = choose(excess, first) if any(e > 0 for e in excess) else first
+        final = models
+        if opts.bootstrap:
+            first = choose([0.0] * len(sets), models)
+            excess = [_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]) for j, m in enumerate(first)]
+            final = choose(excess, first) if any(e > 0 for e in excess) else first
         for j, (i, _, scale) in enumerate(sets):
             chosen = final[j]
-            chosen.scatter, chosen.scatter_relative = _scatter(chosen, ybar[j], noise[j], relative), relative
+            if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
+                chosen.scatter, chosen.scatter_relative = _scatter(chosen, ybar[j], noise[j], relative), relative
             out[i] = _rescaled(chosen, scale)
     return out
 

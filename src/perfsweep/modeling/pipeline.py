@@ -31,6 +31,7 @@ import pandas as pd
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.config import format_value
+from perfsweep.modeling import validation
 from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
 
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
@@ -90,7 +91,11 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind, points and the config's ``modeling:`` (fit_options)."""
+    options of the study's design kind, points and the config's ``modeling:`` (fit_options). The
+    validation points (the aggregate's ``validation`` rows) are never fitted: each model is evaluated
+    at them (perfsweep.modeling.validation: the table's validation_* columns, models.json's
+    ``validation`` list, predictions' rows with ``validation`` True)."""
+    agg, checks = validation.split(agg)
     options = fit_options(processes, design, bootstrap, agg[varied], varied, modeling)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
@@ -119,13 +124,16 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
             continue
         for (row, sel, _), model in zip(group, fitted):
             model.processes = processes if processes in varied else None
-            rows.append({**row, "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
+            at = validation.evaluate(model, checks[(checks["region"] == row["region"]) & (checks["metric"] == row["metric"])],
+                                     varied, LEVEL)
+            rows.append({**row, **validation.summary(at), "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
                          "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
                          "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
                          "runner_up_share": model.runner_up_share, "reason": ""})
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
                            "design": design,
-                           "processes": model.processes, "level": LEVEL, "model": model.to_dict()})
+                           "processes": model.processes, "level": LEVEL, "model": model.to_dict(),
+                           "validation": validation.entries(at, varied)})
             y = model.values
             pred = model.predict(x)
             low, high = model.interval(x, LEVEL)
@@ -139,13 +147,16 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
             p["residual"] = y - pred
             with np.errstate(divide="ignore", invalid="ignore"):
                 p["rel_error"] = (pred - y) / y
-            preds.append(p)
+            p["validation"] = False
+            preds.append(pd.concat([p, validation.prediction_rows(at, study, row["region"], row["metric"])],
+                                   ignore_index=True) if len(at) else p)
     order = {key: i for i, key in enumerate(keys.itertuples(index=False, name=None))}
     rows.sort(key=lambda r: order[r["region"], r["metric"]])
     models.sort(key=lambda m: order[m["region"], m["metric"]])
     preds.sort(key=lambda p: order[p["region"].iat[0], p["metric"].iat[0]])
     table = pd.DataFrame(rows)
     cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
-            "runner_up_share", "smape", "rss", "cv_score", "n_points", "varied", "latex", "reason"]
+            "runner_up_share", "smape", "rss", "cv_score", "n_points", *validation.SUMMARY_COLUMNS, "varied", "latex",
+            "reason"]
     table = table.reindex(columns=cols)
     return table, models, (pd.concat(preds, ignore_index=True) if preds else pd.DataFrame())

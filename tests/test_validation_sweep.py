@@ -38,7 +38,7 @@ def test_validation_points_are_planned_measured_never_fitted_and_reported(tmp_pa
     write_config(cfg, results, {"kind": "adaptive", "extra": 0, "per_round": 2, "rounds": 1},
                  {"points": [{"n": 6, "m": 2}], "repetitions": 3}, k=2)
     plan = subprocess.run([str(PERFSWEEP), "plan", str(cfg)], cwd=tmp_path, capture_output=True, text=True, check=True)
-    assert "  nm validation: 1 points beyond the grid (measured, never fitted); 3 runs (0 measured)" in plan.stdout
+    assert "  nm validation: 1 point beyond the grid (measured, never fitted); 3 runs (0 measured)" in plan.stdout
     assert "total: 6 configurations, 13 runs (0 measured)" in plan.stdout  # 5 design points x 2 + 1 x 3
     proc = subprocess.run([str(PERFSWEEP), "run", str(cfg), "--cores", "2"], cwd=tmp_path,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)

@@ -38,7 +38,8 @@ def _validate(args: argparse.Namespace) -> int:
     for s in sweep.studies:
         grid = " x ".join(f"{k}({len(v)})" for k, v in s.vary.items())
         k = f"{s.repetitions}..{s.max_repetitions} (adaptive)" if s.max_repetitions > s.repetitions else s.repetitions
-        val = f" + {len(s.validation)} validation points (k={s.validation_repetitions})" if s.validation else ""
+        val = (f" + {len(s.validation)} validation point{'s' * (len(s.validation) != 1)} (k={s.validation_repetitions})"
+               if s.validation else "")
         print(f"  {s.name}: {grid}, k={k}, {len(s.configurations())} configurations{val}")
     return _check_sample_output(sweep, args.sample_output) if args.sample_output else 0
 

@@ -506,7 +506,7 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
                    + few_values(study.vary))
         if study.name in checks:
             v = checks[study.name]
-            out.append(f"  {v.study} validation: {v.configurations} points beyond the grid (measured, never fitted); "
+            out.append(f"  {v.study} validation: {v.configurations} point{'s' * (v.configurations != 1)} beyond the grid (measured, never fitted); "
                        f"{v.runs} runs ({v.measured} measured); {v.core_hours:.4g} core-hours ({v.to_run_core_hours:.4g} "
                        f"still to run); from {v.source}")
     everything = [*plans, *checks.values()]

@@ -34,5 +34,6 @@ def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: P
         return
     m = Model.from_dict(entry["model"])
     title = f"{study}: T({', '.join(varied)})"
-    model_plots.model_figure(m, model, title, points=med[[*varied, "median"]].rename(columns={"median": "measured"}))
+    fitted = med[~model_plots.validation_rows(med)]  # the model's shape over the points it was fitted to
+    model_plots.model_figure(m, model, title, points=fitted[[*varied, "median"]].rename(columns={"median": "measured"}))
     model_plots.model_vs_measurement(pred, model_vs_measurement, title)

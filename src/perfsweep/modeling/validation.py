@@ -23,12 +23,17 @@ import pandas as pd
 SUMMARY_COLUMNS = ["validation_points", "validation_median_error", "validation_coverage"]
 
 
+def is_validation(table: pd.DataFrame) -> np.ndarray:
+    """Which rows of a table (aggregate, medians, predictions) are validation points, as written or as
+    read back from CSV; none in a table without a ``validation`` column (from before they existed)."""
+    if "validation" not in table:
+        return np.zeros(len(table), bool)
+    return table["validation"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+
+
 def split(agg: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows to fit, validation rows) of an aggregate; one without a ``validation`` column (written
-    before validation points existed) has none."""
-    if "validation" not in agg:
-        return agg, agg.iloc[0:0]
-    mask = agg["validation"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+    """(rows to fit, validation rows) of an aggregate."""
+    mask = is_validation(agg)
     return agg[~mask], agg[mask]
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from perfsweep.apps.registry import RUN_METRICS
 from perfsweep.modeling.model import Model
+from perfsweep.modeling.validation import is_validation
 from perfsweep.plots.style import new_figure, save_figure
 
 PathLike = str | os.PathLike[str]
@@ -108,17 +109,10 @@ def draw_slices(fig, ax, f: Predict, names: list[str], points: pd.DataFrame, uni
     return pd.concat(rows, ignore_index=True), bar
 
 
-def validation_rows(pred: pd.DataFrame) -> np.ndarray:
-    """Which rows of predictions are validation points (measured, never fitted)."""
-    if "validation" not in pred:
-        return np.zeros(len(pred), bool)
-    return pred["validation"].astype(str).str.lower().eq("true").to_numpy()
-
-
 def draw_predicted(ax, pred: pd.DataFrame, unit: str = "time [s]") -> None:
     """Predicted against measured medians, with the identity line; validation points (never fitted)
     as red diamonds with the model's interval."""
-    checks = validation_rows(pred)
+    checks = is_validation(pred)
     fitted, val = pred[~checks], pred[checks]
     ax.scatter(fitted["measured"], fitted["predicted"], s=16, label="fitted configurations" if len(val) else None)
     if len(val):
@@ -178,7 +172,7 @@ def model_vs_measurement(pred: pd.DataFrame, path: PathLike, title: str) -> pd.D
     ax.set(title=f"{title}: model vs measurement")
     ax.legend(fontsize=7)
     ax2 = axes[0, 1]
-    ax2.bar(range(len(pred)), 100 * pred["rel_error"], color=np.where(validation_rows(pred), "C3", "0.45"))
+    ax2.bar(range(len(pred)), 100 * pred["rel_error"], color=np.where(is_validation(pred), "C3", "0.45"))
     ax2.axhline(0, color="k", lw=0.8)
     ax2.set_xticks(range(len(pred)), pred["config_id"], rotation=90, fontsize=max(3, 8 - len(pred) // 25))
     ax2.set(ylabel="(predicted - measured) / measured [%]", title="residual per configuration")

@@ -23,8 +23,9 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
         json.dump(mods, fh, indent=1, allow_nan=False)  # strict JSON: undefined statistics are null
     preds.to_csv(predictions, index=False)
     if validation is not None:
-        checks = preds[preds["validation"].astype(bool)] if "validation" in preds else preds.iloc[0:0]
-        checks.drop(columns=["validation"], errors="ignore").to_csv(validation, index=False)
+        from perfsweep.modeling.validation import is_validation
+
+        preds[is_validation(preds)].drop(columns=["validation"], errors="ignore").to_csv(validation, index=False)
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if len(main):
         r = main.iloc[0]

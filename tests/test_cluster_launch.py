@@ -246,3 +246,15 @@ def test_bundle_manifest_lists_the_records_once_all_are_written(tmp_path, spec):
     manifest.unlink()
     assert main([*argv, "--attempt", "1", "--retries", "0", "--manifest", str(manifest)]) == 0
     assert all(json.loads(o.read_text())["attempt"] == 1 for o in outs) and manifest.exists()
+
+
+def test_the_cores_a_run_had():
+    """A run's record says its cores (perfsweep.cluster.launch.available_cores): in a SLURM allocation
+    the job's CPUs, summed over its nodes; else this process's affinity."""
+    from perfsweep.cluster.launch import available_cores, cpus_of_job
+
+    assert cpus_of_job("4(x2),2") == 10 and cpus_of_job("36") == 36 and cpus_of_job("") is None
+    assert available_cores({"SLURM_JOB_ID": "7", "SLURM_JOB_CPUS_PER_NODE": "8(x3)"}) == 24
+    assert available_cores({"SLURM_JOB_ID": "7", "SLURM_JOB_CPUS_PER_NODE": "?", "SLURM_CPUS_ON_NODE": "4",
+                            "SLURM_NNODES": "2"}) == 8
+    assert available_cores({}) == len(os.sched_getaffinity(0))

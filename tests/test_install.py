@@ -50,7 +50,7 @@ def test_installed_validates_and_plans_from_another_directory(installed, tmp_pat
     cli = installed / "bin" / "perfsweep"
     config = REPO / "config" / "config.yaml"
     sweep = load_config_file(config)  # the checkout's own reading, for the counts the installed one must print
-    runs = sum(s.repetitions * len(s.configurations()) for s in sweep.studies)  # the first round's runs
+    runs = sweep.n_runs()  # the first round's runs, with the validation points' fixed count
     proc = subprocess.run([cli, "validate", config], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0 and f"valid; {len(sweep.studies)} studies, {runs} runs" in proc.stdout, \
         proc.stdout + proc.stderr

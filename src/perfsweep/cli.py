@@ -38,7 +38,9 @@ def _validate(args: argparse.Namespace) -> int:
     for s in sweep.studies:
         grid = " x ".join(f"{k}({len(v)})" for k, v in s.vary.items())
         k = f"{s.repetitions}..{s.max_repetitions} (adaptive)" if s.max_repetitions > s.repetitions else s.repetitions
-        print(f"  {s.name}: {grid}, k={k}, {len(s.configurations())} configurations")
+        val = (f" + {len(s.validation)} validation point{'s' * (len(s.validation) != 1)} (k={s.validation_repetitions})"
+               if s.validation else "")
+        print(f"  {s.name}: {grid}, k={k}, {len(s.configurations())} configurations{val}")
     return _check_sample_output(sweep, args.sample_output) if args.sample_output else 0
 
 
@@ -282,12 +284,17 @@ def _load_model(args: argparse.Namespace):
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import describe, form_note, predict
+    from perfsweep.modeling import validation
+    from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, predict
 
-    model = _load_model(args)
+    model, entry = load_entry(args.models, args.region, args.metric)
     table = predict(model, _values(args.values), args.level)
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# {form_note(model)}")
+    checks = entry.get("validation") or []  # the study's validation points: measured, never fitted
+    unit = " s" if is_time_metric(args.metric) else ""
+    for line in validation.describe(checks, args.metric, entry.get("level", 0.9), unit):
+        print(f"# {line}")
     print("\n".join(describe(model, table, args.metric, args.level)))
     return 0
 

@@ -54,11 +54,13 @@ def format_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Configuration:
-    """One point of a study's grid: the full parameter set and its id (from the varied values)."""
+    """One point of a study's grid (or one of its validation points, ``validation``: measured like
+    the others, never fitted): the full parameter set and its id (from the varied values)."""
 
     study: str
     config_id: str
     params: dict[str, Any]
+    validation: bool = False
 
 
 @dataclass
@@ -80,6 +82,10 @@ class Study:
             self.max_repetitions = self.repetitions
     design: Design = field(default_factory=Design)  # which configurations of the grid (perfsweep.designs)
     added: tuple[str, ...] = ()  # config ids adaptive rounds added (<results>/plan/<study>/points.json)
+    # validation points beyond the grid (config key validate:): measured a fixed number of times
+    # (validation_repetitions), never part of the design, its rounds or a fit
+    validation: tuple[Configuration, ...] = ()
+    validation_repetitions: int = 0
 
     @property
     def varied(self) -> list[str]:
@@ -115,14 +121,18 @@ class Study:
 
     def grid(self) -> list[Configuration]:
         """Every configuration of the full grid."""
-        names = list(self.vary)
-        out = []
-        for values in itertools.product(*(self.vary[n] for n in names)):
-            params = dict(self.fixed)
-            params.update(zip(names, values))
-            cid = "_".join(f"{n}={format_value(v)}" for n, v in zip(names, values))
-            out.append(Configuration(self.name, cid, params))
-        return out
+        return [self.point(dict(zip(self.vary, values))) for values in itertools.product(*self.vary.values())]
+
+    def point(self, varied: dict[str, Any], validation: bool = False) -> Configuration:
+        """The configuration of the study at the varied parameters' values ``varied`` (the others fixed)."""
+        params = dict(self.fixed)
+        params.update(varied)
+        cid = "_".join(f"{n}={format_value(varied[n])}" for n in self.vary)
+        return Configuration(self.name, cid, params, validation)
+
+    def measured_configurations(self) -> list[Configuration]:
+        """What the workflow measures of the study: its design's configurations, then its validation points."""
+        return [*self.configurations(), *self.validation]
 
 
 @dataclass
@@ -150,7 +160,8 @@ class SweepConfig:
         raise KeyError(name)
 
     def n_runs(self) -> int:
-        return sum(len(s.configurations()) * s.repetitions for s in self.studies)
+        return sum(len(s.configurations()) * s.repetitions + len(s.validation) * s.validation_repetitions
+                   for s in self.studies)
 
 
 def _schema() -> dict[str, Any]:
@@ -279,6 +290,9 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                     raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
         where = f"{base}.repetitions" if "repetitions" in sdef else "repetitions"
         k_min, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
+        bare = Study(sname, {k: list(v) for k, v in sdef["vary"].items()}, fixed, k_min, app=s_app)
+        validation, k_validation = _validation(source, f"{base}.validate", sdef.get("validate"), bare,
+                                               s_specs, default_spec)
         studies.append(
             Study(
                 name=sname,
@@ -292,6 +306,8 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
                 app=s_app,
                 processes=procs,
                 design=design,
+                validation=validation,
+                validation_repetitions=k_validation,
             )
         )
 
@@ -327,6 +343,44 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         exclusive=bool(data["exclusive"]),
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
+
+
+def _validation(source: str, where: str, value: Any, study: Study, specs: dict[str, ParamSpec],
+                default_spec: ParamSpec) -> tuple[tuple[Configuration, ...], int]:
+    """A study's validation points (config key validate:, a list of points or {points, repetitions})
+    and their repetitions: every point gives a value for every varied parameter and none other, a
+    value valid for the app, and is not a point of the grid."""
+    if value is None:
+        return (), 0
+    points, k = (value, study.repetitions) if isinstance(value, list) else (value["points"], value.get("repetitions", study.repetitions))
+    prefix = where if isinstance(value, list) else f"{where}.points"
+    grid = {c.config_id for c in study.grid()}
+    out: list[Configuration] = []
+    for i, point in enumerate(points):
+        at = f"{prefix}[{i}]"
+        for name in point:
+            if name not in study.vary:
+                raise ConfigError(source, f"{at}.{name}", f"{name!r} is not varied in study {study.name} "
+                                                          f"(varied: {', '.join(study.vary)}); a point gives the varied parameters only")
+        missing = [name for name in study.vary if name not in point]
+        if missing:
+            raise ConfigError(source, at, f"{point!r} gives no value for {', '.join(missing)} (a point gives every "
+                                          f"varied parameter: {', '.join(study.vary)})")
+        for name in study.vary:
+            _check_value(source, f"{at}.{name}", name, point[name], specs.get(name, default_spec))
+        cfg = study.point({name: point[name] for name in study.vary}, validation=True)
+        if cfg.config_id in grid:
+            raise ConfigError(source, at, f"{cfg.config_id} is a point of the study's grid (vary:); a validation "
+                                          "point lies beyond or between its values and is never fitted")
+        if any(c.config_id == cfg.config_id for c in out):
+            raise ConfigError(source, at, f"{cfg.config_id} is given twice")
+        if "name" in study.app:
+            try:
+                BUILTIN_APPS[study.app["name"]].check(cfg.params)
+            except ValueError as exc:
+                raise ConfigError(source, at, f"{cfg.config_id}: {exc}") from None
+        out.append(cfg)
+    return tuple(out), int(k)
 
 
 def _check_keys(source: str, value: Any, path: list[Any]) -> None:

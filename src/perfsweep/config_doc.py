@@ -60,7 +60,7 @@ def render(schema: dict[str, Any] | None = None) -> str:
     schema = schema or _schema()
     head = "| key | type | default | meaning |\n|---|---|---|---|"
     out = [HEADER, "## Top-level keys\n", head, *_rows(schema["properties"], schema.get("required", []), schema)]
-    for name in ("app", "study", "repetitions", "design"):
+    for name in ("app", "study", "repetitions", "design", "validate"):
         spec = schema["definitions"][name]
         about = _text(spec.get("description", ""))
         out += ["", f"## {name}", "", *([about, ""] if about else []), head,

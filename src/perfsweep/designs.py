@@ -417,16 +417,21 @@ class StudyPlan:
     growth: str = ""  # what may add runs: "its rounds", "adaptive repetitions" or both
 
 
-def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
-    """Configurations, runs and estimated core-hours of a study's design: per configuration from its
-    earlier run records (wall time x processes) that were launched as the config launches it now
-    (RunSpec.launched: a changed app, args or launcher makes them no estimate), else the median of the
-    study's such ones, else ``seconds`` per run and process."""
+def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS, validation: bool = False) -> StudyPlan:
+    """Configurations, runs and estimated core-hours of a study's design (with ``validation``: of its
+    validation points): per configuration from its earlier run records (wall time x processes) that
+    were launched as the config launches it now (RunSpec.launched: a changed app, args or launcher
+    makes them no estimate), else the median of the study's such ones, else ``seconds`` per run and
+    process."""
     from perfsweep.runner import RunSpec
 
     results, processes = sweep.results, sweep.processes
-    configs = study.configurations()
-    planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
+    if validation:
+        configs = list(study.validation)
+        planned = {c.config_id: study.validation_repetitions for c in configs}
+    else:
+        configs = study.configurations()
+        planned = planned_repetitions(study, results)  # k, or what adaptive repetitions planned so far
     damaged: set[tuple[str, int]] = set()  # set aside and measured again when the sweep runs
     records = study_records(results, study.name, damaged)
     per_run, current, other = {}, {}, 0
@@ -461,6 +466,9 @@ def plan_study(sweep, study, seconds: float = ASSUMED_SECONDS) -> StudyPlan:
         source += f"; {other} records {OTHER_LAUNCH} not used and to run again"
     if damaged:
         source += f"; {len(damaged)} damaged records (perfsweep check-records names them), to be set aside and run again"
+    if validation:  # a fixed number of runs at fixed points
+        return StudyPlan(study.name, "validation", len(configs), len(configs), sum(planned.values()), measured,
+                         total / 3600, to_run / 3600, source, len(configs), sum(planned.values()))
     grid = math.prod(len(v) for v in study.vary.values())
     stopped = read_points(results, study.name).get("stopped") if study.design.kind == "adaptive" else None
     final = stopped is not None and (stopped == "lead terms stable" or stopped.startswith("no model"))
@@ -486,6 +494,7 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
     """The text ``perfsweep plan`` prints."""
     add_planned_points(sweep)
     plans = [plan_study(sweep, s, seconds) for s in sweep.studies]
+    checks = {s.name: plan_study(sweep, s, seconds, validation=True) for s in sweep.studies if s.validation}
     out = [f"{sweep.source}: {len(plans)} studies; estimated core-hours from the run records in {sweep.results}/ "
            f"(wall time x processes)"]
     for study, p in zip(sweep.studies, plans):
@@ -495,10 +504,18 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
         out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured{upto}); "
                    f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}"
                    + few_values(study.vary))
-    runs, measured = sum(p.runs for p in plans), sum(p.measured for p in plans)
-    out.append(f"total: {sum(p.configurations for p in plans)} configurations, {runs} runs ({measured} measured), "
-               f"{sum(p.core_hours for p in plans):.4g} core-hours ({sum(p.to_run_core_hours for p in plans):.4g} "
-               f"still to run)")
+        if study.name in checks:
+            v = checks[study.name]
+            out.append(f"  {v.study} validation: {v.configurations} point{'s' * (v.configurations != 1)} beyond the grid (measured, never fitted); "
+                       f"{v.runs} runs ({v.measured} measured); {v.core_hours:.4g} core-hours ({v.to_run_core_hours:.4g} "
+                       f"still to run); from {v.source}")
+    everything = [*plans, *checks.values()]
+    runs, measured = sum(p.runs for p in everything), sum(p.measured for p in everything)
+    val = (f" (validation: {sum(v.configurations for v in checks.values())} points, {sum(v.runs for v in checks.values())} "
+           f"runs, {sum(v.core_hours for v in checks.values()):.4g} core-hours)" if checks else "")
+    out.append(f"total: {sum(p.configurations for p in everything)} configurations, {runs} runs ({measured} measured), "
+               f"{sum(p.core_hours for p in everything):.4g} core-hours ({sum(p.to_run_core_hours for p in everything):.4g} "
+               f"still to run){val}")
     return out
 
 

@@ -86,6 +86,8 @@ TABLE_HEADINGS = {
     "variability": "Coefficient of variation per configuration (cf. seed 001, Table 1)",
     "medians": "Medians per configuration",
     "models": "Performance models per region and metric (cf. seed 001, Tables 2-3)",
+    "validation": "Validation points (measured, never fitted): predicted against measured, the model's 90 % "
+                  "interval and whether it covered the measurement",
     "scaling": "Speed-up and efficiency",
     "overhead_fits": "Höfinger overhead model per group (seed 003)",
     "pop_metrics": "POP efficiency metrics (seed 004)",

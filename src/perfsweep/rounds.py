@@ -82,6 +82,12 @@ def planned_repetitions(study, results: str | Path) -> dict[str, int]:
     return out
 
 
+def measured_repetitions(study, results: str | Path) -> dict[str, int]:
+    """How many runs each configuration the workflow measures needs now: planned_repetitions of the
+    design's configurations, and the fixed count of the validation points (never adaptive)."""
+    return {**planned_repetitions(study, results), **{c.config_id: study.validation_repetitions for c in study.validation}}
+
+
 # ---- the targets
 
 

@@ -35,6 +35,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.cluster.launch import available_cores
 from perfsweep.records import RUN_SCHEMA, archive_name, atomic_file, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -257,6 +258,7 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout,
                    **{key: getattr(spec, key) for key in READ_WITH}},
         "host": socket.gethostname(),
+        "cores": available_cores(),  # the CPUs the run had: ranks beyond them are oversubscribed
         "slurm": slurm_info(),
         "perfsweep_version": __version__,
     }

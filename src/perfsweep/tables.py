@@ -19,12 +19,12 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from perfsweep.apps.registry import RANK_PHASES
+from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
 from perfsweep.errors import UserError
 from perfsweep.records import check_record, cv_of
 
-RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "status", "error", "time", "wall_time",
-               "returncode", "attempt", "host", "mpi_library", "slurm_job_id", "slurm_nodelist",
+RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
+               "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
 
 
@@ -32,8 +32,11 @@ class NoSuccessfulRun(UserError):
     """Every run of a study failed: there are no measurements to aggregate or model."""
 
 
-def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Read run records into (runs, ranks, regions) tidy frames; parameters become columns."""
+def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Read run records into (runs, ranks, regions) tidy frames; parameters become columns. A run of
+    a configuration in ``validation`` (config ids of the study's validation points) has ``validation``
+    True; ``cores``: the CPUs the run had (its record's, None in records from before they said)."""
+    validation = set(validation)
     runs: list[dict[str, Any]] = []
     ranks: list[dict[str, Any]] = []
     regions: list[dict[str, Any]] = []
@@ -45,9 +48,9 @@ def collect(paths: Iterable[str]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFr
         row = dict(key)
         row.update(params)
         row.update(
-            status=rec["status"], error=rec.get("error"), time=rec.get("time"),
+            validation=rec["config_id"] in validation, status=rec["status"], error=rec.get("error"), time=rec.get("time"),
             wall_time=rec.get("wall_time"), returncode=rec.get("returncode"), attempt=rec.get("attempt"),
-            host=rec.get("host"), mpi_library=(rec.get("mpi") or {}).get("version"),
+            host=rec.get("host"), cores=rec.get("cores"), mpi_library=(rec.get("mpi") or {}).get("version"),
             slurm_job_id=slurm.get("job_id"), slurm_nodelist=slurm.get("nodelist"),
             started_at=rec.get("started_at"), launch_command=" ".join(rec.get("launch", {}).get("command", [])),
         )
@@ -118,8 +121,20 @@ def _stats(values: pd.Series) -> dict[str, Any]:
             "values": " ".join(repr(float(x)) for x in v)}  # every repetition: the models fit them all
 
 
+def oversubscribed(runs: pd.DataFrame, processes: str = PROCESS_COUNT) -> dict[str, bool]:
+    """config id -> whether its ranks outnumbered the cores its runs had (a run's record says its
+    ``cores``): the process count above them in any run; False where the app has no process count or
+    the records do not say their cores."""
+    if processes not in runs or "cores" not in runs:
+        return {cid: False for cid in runs["config_id"].unique()}
+    p, cores = pd.to_numeric(runs[processes], errors="coerce"), pd.to_numeric(runs["cores"], errors="coerce")
+    over = (p > cores).fillna(False)  # NaN compares False: unknown cores are not oversubscribed
+    return {str(k): bool(v) for k, v in over.groupby(runs["config_id"]).any().items()}
+
+
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
-              variability: pd.DataFrame, policy: str, records: str | None = None) -> pd.DataFrame:
+              variability: pd.DataFrame, policy: str, records: str | None = None,
+              processes: str = PROCESS_COUNT) -> pd.DataFrame:
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
     in long form.
 
@@ -128,6 +143,8 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     profile, every other metric (visits, bytes, hardware counters: the sum over ranks; ``*time*``
     metrics: the maximum, ``min_*``: the minimum). With policy ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
     with ``flagged`` set. ``records``: the study's run records directory, named when no run succeeded.
+    Every row says whether it is a ``validation`` point (measured, never fitted) and whether it was
+    ``oversubscribed`` (its process count, parameter ``processes``, above the cores its runs had).
     """
     if runs.empty or not (runs["status"] == "ok").any():
         study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"
@@ -163,12 +180,15 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
             for region, frame in per_metric.groupby("region", sort=True):
                 series.append((region, name, frame, col))
     param_of = runs.drop_duplicates("config_id").set_index("config_id")[params]
+    checks = set(runs.loc[runs["validation"].astype(bool), "config_id"]) if "validation" in runs else set()
+    over = oversubscribed(runs, processes)
     rows = []
     for region, metric, frame, col in series:
         for cid, group in frame.groupby("config_id", sort=False):
             row = {"config_id": cid, **param_of.loc[cid].to_dict(), "region": region, "metric": metric}
             row.update(_stats(group[col]))
-            row.update(n_runs=n_runs[cid], flagged=flagged[cid])
+            row.update(n_runs=n_runs[cid], flagged=flagged[cid], validation=cid in checks,
+                       oversubscribed=over.get(cid, False))
             rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:
@@ -179,7 +199,8 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
 def medians_wide(agg: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """The run-time medians, one row per configuration (region all, metric time)."""
     sel = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
-    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", "flagged"]].reset_index(drop=True)
+    marks = [c for c in ("validation", "oversubscribed") if c in sel]  # aggregates written before they were
+    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", "flagged", *marks]].reset_index(drop=True)
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

@@ -15,6 +15,7 @@ rule collect:
         f"{R}/logs/collect/{{study}}.log",
     params:
         records=get_run_records,
+        validation=lambda wc: [c.config_id for c in STUDIES[wc.study].validation],
     conda:
         ENV
     script:
@@ -51,6 +52,7 @@ rule aggregate:
         varied=lambda wc: STUDIES[wc.study].varied,
         policy=SWEEP.cv_policy,
         records=lambda wc: f"{R}/runs/{wc.study}",
+        processes=SWEEP.processes,
     log:
         f"{R}/logs/aggregate/{{study}}.log",
     conda:

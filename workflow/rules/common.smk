@@ -8,7 +8,7 @@ from perfsweep.config import ConfigError, load_config, load_config_file
 from perfsweep.designs import add_planned_points
 from perfsweep.errors import UserError
 from perfsweep.cluster.launch import ClusterSettings
-from perfsweep.rounds import planned_repetitions
+from perfsweep.rounds import measured_repetitions
 from perfsweep.runner import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
@@ -47,10 +47,12 @@ except UserError as exc:
     sys.exit(f"perfsweep: {exc}")
 R = SWEEP.results
 STUDIES = {s.name: s for s in SWEEP.studies}
-CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.configurations()}
+# every configuration measured: the design's and the validation points (config key validate:, never fitted)
+CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.measured_configurations()}
 # repetitions per configuration: k, or with adaptive repetitions what the rounds planned so far
-# (<results>/plan/<study>/repetitions.json, perfsweep.rounds): raising it adds only the new rep<k>
-REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in planned_repetitions(s, R).items()}
+# (<results>/plan/<study>/repetitions.json, perfsweep.rounds): raising it adds only the new rep<k>;
+# a validation point: its fixed count
+REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in measured_repetitions(s, R).items()}
 
 
 wildcard_constraints:
@@ -64,7 +66,7 @@ def get_run_records(wildcards):
     study = STUDIES[wildcards.study]
     return [
         f"{R}/runs/{study.name}/{c.config_id}/rep{k}.json"
-        for c in study.configurations()
+        for c in study.measured_configurations()
         for k in range(REPS[(study.name, c.config_id)])
     ]
 
@@ -74,7 +76,7 @@ def get_run_inputs(wildcards):
     configuration (a bundle job's one declared output: a leaner DAG, see run.smk)."""
     if SWEEP.bundle != "repetitions":
         return get_run_records(wildcards)
-    return [get_bundle_manifest(wildcards.study, c.config_id) for c in STUDIES[wildcards.study].configurations()]
+    return [get_bundle_manifest(wildcards.study, c.config_id) for c in STUDIES[wildcards.study].measured_configurations()]
 
 
 def get_bundle_manifest(study, config_id):
@@ -182,7 +184,7 @@ def get_expected_records():
     """(record path, what its path stands for) for every run of the sweep."""
     out = []
     for s in SWEEP.studies:
-        for c in s.configurations():
+        for c in s.measured_configurations():
             varied = {n: c.params[n] for n in s.vary}
             for k in range(REPS[(s.name, c.config_id)]):
                 out.append((f"{R}/runs/{s.name}/{c.config_id}/rep{k}.json",
@@ -193,7 +195,7 @@ def get_expected_records():
 def get_all_run_records(wildcards=None):
     """What `all` asks of the runs: every record, or with bundles every configuration's manifest."""
     if SWEEP.bundle == "repetitions":
-        return [f"{R}/bundles/{s.name}/{c.config_id}.txt" for s in SWEEP.studies for c in s.configurations()]
+        return [f"{R}/bundles/{s.name}/{c.config_id}.txt" for s in SWEEP.studies for c in s.measured_configurations()]
     return [path for path, _ in get_expected_records()]
 
 

@@ -13,6 +13,7 @@ rule models:
         table=f"{R}/models/{{study}}/models.csv",
         models_json=f"{R}/models/{{study}}/models.json",
         predictions=f"{R}/models/{{study}}/predictions.csv",
+        validation=f"{R}/models/{{study}}/validation.csv",
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},

@@ -57,6 +57,7 @@ rule report_pages:
         variability=rules.variability.output.table,
         medians=rules.aggregate.output.medians,
         models=rules.models.output.table,
+        validation=rules.models.output.validation,
     output:
         variability=report(f"{R}/report/{{study}}/variability.html", caption="../report/variability_table.rst",
                            category="{study}", subcategory="variability"),
@@ -68,7 +69,7 @@ rule report_pages:
         pages={
             "variability": ["variability_summary", "variability"],
             "measurements": ["medians"],
-            "models": ["models"],
+            "models": ["models", "validation"],
         },
     conda:
         ENV

@@ -198,6 +198,37 @@ def allocation_env(job_id: str) -> dict[str, str]:
     return env
 
 
+def cpus_of_job(text: str) -> int | None:
+    """The CPUs of an allocation from SLURM_JOB_CPUS_PER_NODE (``4(x2),2`` -> 10); None if unreadable."""
+    total = 0
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)(?:\(x(\d+)\))?\s*", part)
+        if not m:
+            return None
+        total += int(m.group(1)) * int(m.group(2) or 1)
+    return total or None
+
+
+def available_cores(env: dict[str, str] | None = None) -> int | None:
+    """The CPUs a run has: inside a SLURM allocation those of the job's nodes (SLURM_JOB_CPUS_PER_NODE,
+    asked of the controller where the job step cleared it; else SLURM_CPUS_ON_NODE x SLURM_NNODES),
+    otherwise the CPUs this process may run on (its affinity: taskset or a cgroup narrow it)."""
+    env = dict(os.environ if env is None else env)
+    if "SLURM_JOB_ID" in env:
+        if "SLURM_JOB_CPUS_PER_NODE" not in env:
+            env.update(allocation_env(env["SLURM_JOB_ID"]))
+        cpus = cpus_of_job(env.get("SLURM_JOB_CPUS_PER_NODE", ""))
+        on_node, nodes = env.get("SLURM_CPUS_ON_NODE", ""), env.get("SLURM_NNODES", "1")
+        if cpus is None and on_node.isdigit() and nodes.isdigit():
+            cpus = int(on_node) * int(nodes)
+        if cpus:
+            return cpus
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count()
+
+
 def placement(ranks: list[dict[str, Any]] | None, allocated: list[str]) -> dict[str, Any]:
     """Nodes of a run and its ranks per node, from the ranks' own report (``node`` per rank); without
     one (an app that reports no ranks) the allocated nodes, ranks per node unknown."""

@@ -32,6 +32,7 @@ import pandas as pd
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.config import format_value
+from perfsweep.modeling import validation
 from perfsweep.modeling.consensus import NEGATIVE
 from perfsweep.modeling.fit import MIN_VALUES, FitOptions, ModelingError, fit_models
 from perfsweep.modeling.model import Model, fill_statistics
@@ -95,13 +96,17 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     """Fit every (region, metric) of the aggregate; returns (models table, JSON list, predictions).
 
     The (region, metric) pairs measured at the same points are fitted together (fit_models), with the
-    options of the study's design kind, points and the config's ``modeling:`` (fit_options).
-    Configurations whose ranks outnumber the cores they had (the aggregate's ``oversubscribed``) are
-    not fitted: their predictions are reported beside (``oversubscribed`` True, measured against the
-    model of the cores' regime). Where that leaves fewer than MIN_VALUES values of the process count,
-    its form is taken as p^-1 (Amdahl's law: a serial part and a part divided among the ranks), and the
-    table says so. A rate that falls as a parameter grows is modelled through its reciprocal where that
-    predicts better (reciprocal_wins)."""
+    options of the study's design kind, points and the config's ``modeling:`` (fit_options). The
+    validation points (the aggregate's ``validation`` rows) are never fitted: each model is evaluated
+    at them (perfsweep.modeling.validation: the table's validation_* columns, models.json's
+    ``validation`` list, predictions' rows with ``validation`` True). Configurations whose ranks
+    outnumber the cores they had (the aggregate's ``oversubscribed``) are not fitted either: their
+    predictions are reported beside (``oversubscribed`` True, measured against the model of the cores'
+    regime). Where that leaves fewer than MIN_VALUES values of the process count, its form is taken as
+    p^-1 (Amdahl's law: a serial part and a part divided among the ranks), and the table says so. A
+    rate that falls as a parameter grows is modelled through its reciprocal where that predicts better
+    (reciprocal_wins)."""
+    agg, checks = validation.split(agg)
     over = _oversubscribed(agg, processes, varied)
     fit_agg = agg[~over]
     options = fit_options(processes, design, bootstrap, fit_agg[varied], varied, modeling)
@@ -141,24 +146,30 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
             model.processes = processes if processes in varied else None
             other = agg[over & (agg["region"] == row["region"]) & (agg["metric"] == row["metric"])]
             flags = notes + model_flags(model, row["metric"])
-            rows.append({**row, "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
+            at = validation.evaluate(model, checks[(checks["region"] == row["region"]) & (checks["metric"] == row["metric"])],
+                                     varied, LEVEL)
+            rows.append({**row, **validation.summary(at), "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
                          "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
                          "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
                          "runner_up_share": model.runner_up_share, "notes": "; ".join(flags),
                          "oversubscribed": _slowdown(model, other, varied), "reason": ""})
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
                            "design": design, "notes": flags,
-                           "processes": model.processes, "level": LEVEL, "model": model.to_dict()})
+                           "processes": model.processes, "level": LEVEL, "model": model.to_dict(),
+                           "validation": validation.entries(at, varied)})
             preds.append(_predictions(model, sel, study, row, varied, oversubscribed=False))
             if len(other):
                 preds.append(_predictions(model, other, study, row, varied, oversubscribed=True))
+            if len(at):
+                preds.append(validation.prediction_rows(at, study, row["region"], row["metric"]))
     order = {key: i for i, key in enumerate(keys.itertuples(index=False, name=None))}
     rows.sort(key=lambda r: order[r["region"], r["metric"]])
     models.sort(key=lambda m: order[m["region"], m["metric"]])
     preds.sort(key=lambda p: order[p["region"].iat[0], p["metric"].iat[0]])
     table = pd.DataFrame(rows)
     cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
-            "runner_up_share", "notes", "oversubscribed", "smape", "rss", "cv_score", "n_points", "varied", "latex",
+            "runner_up_share", "notes", "oversubscribed", "smape", "rss", "cv_score", "n_points",
+            *validation.SUMMARY_COLUMNS, "varied", "latex",
             "reason"]
     table = table.reindex(columns=cols)
     return table, models, (pd.concat(preds, ignore_index=True) if preds else pd.DataFrame())
@@ -242,4 +253,5 @@ def _predictions(model: Model, sel: pd.DataFrame, study: str, row: dict, varied:
     with np.errstate(divide="ignore", invalid="ignore"):
         p["rel_error"] = (p["predicted"] - p["measured"]) / p["measured"]
     p["oversubscribed"] = oversubscribed
+    p["validation"] = False
     return p

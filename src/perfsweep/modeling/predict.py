@@ -36,6 +36,11 @@ class PredictError(UserError):
 def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = "time") -> Model:
     """The model of (region, metric) in a models.json; anything else than such a file is one PredictError
     line naming it (FileNotFoundError stays, for the caller to report)."""
+    return load_entry(path, region, metric)[0]
+
+
+def load_entry(path: str | os.PathLike[str], region: str = "all", metric: str = "time") -> tuple[Model, dict]:
+    """The model of (region, metric) in a models.json and its entry there (level, validation points)."""
     try:
         with open(path, encoding="utf-8") as fh:
             entries = json.load(fh)
@@ -44,7 +49,7 @@ def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = 
                 model = Model.from_dict(e["model"])
                 model.processes = model.processes or e.get("processes")
                 model.fixed = dict(e.get("fixed") or {})
-                return model
+                return model, e
         have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
     except IsADirectoryError:
         raise PredictError(f"{path}: is a directory, not a models.json") from None

@@ -29,6 +29,7 @@ import pandas as pd
 
 from perfsweep.apps.registry import RUN_METRICS
 from perfsweep.modeling.model import Model
+from perfsweep.modeling.validation import is_validation
 from perfsweep.plots.style import new_figure, save_figure
 
 PathLike = str | os.PathLike[str]
@@ -109,8 +110,16 @@ def draw_slices(fig, ax, f: Predict, names: list[str], points: pd.DataFrame, uni
 
 
 def draw_predicted(ax, pred: pd.DataFrame, unit: str = "time [s]") -> None:
-    """Predicted against measured medians, with the identity line."""
-    ax.scatter(pred["measured"], pred["predicted"], s=16)
+    """Predicted against measured medians, with the identity line; validation points (never fitted)
+    as red diamonds with the model's interval."""
+    checks = is_validation(pred)
+    fitted, val = pred[~checks], pred[checks]
+    ax.scatter(fitted["measured"], fitted["predicted"], s=16, label="fitted configurations" if len(val) else None)
+    if len(val):
+        below = np.clip(val["predicted"] - val["low"], 0, None).fillna(0)
+        above = np.clip(val["high"] - val["predicted"], 0, None).fillna(0)
+        ax.errorbar(val["measured"], val["predicted"], yerr=[below, above], fmt="D", color="C3", ms=5, capsize=2,
+                    label="validation points (90 % interval)")
     both = pd.concat([pred["measured"], pred["predicted"]])
     lo, hi = (float(both.min()), float(both.max())) if len(both) else (0.0, 1.0)
     ax.plot([lo, hi], [lo, hi], "k--", lw=1, label="predicted = measured")
@@ -163,7 +172,7 @@ def model_vs_measurement(pred: pd.DataFrame, path: PathLike, title: str) -> pd.D
     ax.set(title=f"{title}: model vs measurement")
     ax.legend(fontsize=7)
     ax2 = axes[0, 1]
-    ax2.bar(range(len(pred)), 100 * pred["rel_error"], color="0.45")
+    ax2.bar(range(len(pred)), 100 * pred["rel_error"], color=np.where(is_validation(pred), "C3", "0.45"))
     ax2.axhline(0, color="k", lw=0.8)
     ax2.set_xticks(range(len(pred)), pred["config_id"], rotation=90, fontsize=max(3, 8 - len(pred) // 25))
     ax2.set(ylabel="(predicted - measured) / measured [%]", title="residual per configuration")

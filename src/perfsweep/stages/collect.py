@@ -8,8 +8,10 @@ from perfsweep import tables
 from perfsweep.stages import PathLike
 
 
-def run(records: Iterable[PathLike], runs: PathLike, ranks: PathLike, regions: PathLike) -> None:
-    runs_df, ranks_df, regions_df = tables.collect(records)
+def run(records: Iterable[PathLike], runs: PathLike, ranks: PathLike, regions: PathLike,
+        validation: Iterable[str] = ()) -> None:
+    """``validation``: the config ids of the study's validation points (runs.csv marks their runs)."""
+    runs_df, ranks_df, regions_df = tables.collect(records, validation)
     runs_df.to_csv(runs, index=False)
     ranks_df.to_csv(ranks, index=False)
     regions_df.to_csv(regions, index=False)

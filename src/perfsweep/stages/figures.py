@@ -14,6 +14,7 @@ def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: P
         time_vs_parameters: PathLike, grid: PathLike, variability_figure: PathLike, model: PathLike,
         model_vs_measurement: PathLike, varied: list[str], study: str) -> None:
     from perfsweep.modeling.model import Model
+    from perfsweep.modeling.validation import is_validation
     from perfsweep.plots import grid as grid_plot
     from perfsweep.plots import models as model_plots
     from perfsweep.plots.style import placeholder
@@ -34,5 +35,6 @@ def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: P
         return
     m = Model.from_dict(entry["model"])
     title = f"{study}: T({', '.join(varied)})"
-    model_plots.model_figure(m, model, title, points=med[[*varied, "median"]].rename(columns={"median": "measured"}))
+    fitted = med[~is_validation(med)]  # the model's shape over the points it was fitted to
+    model_plots.model_figure(m, model, title, points=fitted[[*varied, "median"]].rename(columns={"median": "measured"}))
     model_plots.model_vs_measurement(pred, model_vs_measurement, title)

@@ -1,6 +1,7 @@
 """Stage models: PMNF models per (region, metric) of a study (seed 001 §3.3): table (CSV, Markdown,
-LaTeX), models.json (with the process-count parameter, so `perfsweep recommend` need not ask) and
-predictions."""
+LaTeX), models.json (with the process-count parameter, so `perfsweep recommend` need not ask),
+predictions and, of the study's validation points (never fitted), each model's prediction against the
+measurement (validation.csv)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from perfsweep.stages import PathLike, read, stem
 
 def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions: PathLike,
         varied: list[str], fixed: dict, processes: str, study: str, design: str = "full",
-        modeling: dict | None = None) -> None:
+        modeling: dict | None = None, validation: PathLike | None = None) -> None:
     from perfsweep.modeling.pipeline import fit_study_models
 
     tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes, design=design,
@@ -21,9 +22,17 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
     with open(models_json, "w") as fh:
         json.dump(mods, fh, indent=1, allow_nan=False)  # strict JSON: undefined statistics are null
     preds.to_csv(predictions, index=False)
+    if validation is not None:
+        from perfsweep.modeling.validation import is_validation
+
+        preds[is_validation(preds)].drop(columns=["validation"], errors="ignore").to_csv(validation, index=False)
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if len(main):
         r = main.iloc[0]
         text = r["model"] or f"no model ({r['reason']})"
         print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
               + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)
+        if r["model"] and r["validation_points"] > 0:
+            print(f"perfsweep: study {study}: at {r['validation_points']:.0f} validation point(s) a median error of "
+                  f"{100 * r['validation_median_error']:.1f} %, {100 * r['validation_coverage']:.0f} % covered by the "
+                  "90 % interval", flush=True)

@@ -40,9 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from modeler_real_data import MODEL_CODE, write_text  # noqa: E402 (the bench folder is not a package)
 
 from perfsweep.config import load_config_file  # noqa: E402
+from perfsweep.modeling import validation  # noqa: E402
 from perfsweep.modeling.compare import same_lead_order  # noqa: E402
 from perfsweep.modeling.model import Model  # noqa: E402
-from perfsweep.modeling.pipeline import LEVEL, fit_study_models, repetitions  # noqa: E402
+from perfsweep.modeling.pipeline import LEVEL, fit_study_models, oversubscribed_rows, repetitions  # noqa: E402
 
 
 def run_sweeps(config: str, count: int, cores: str) -> list[Path]:
@@ -58,35 +59,25 @@ def run_sweeps(config: str, count: int, cores: str) -> list[Path]:
     return out
 
 
-def is_true(column: pd.Series) -> pd.Series:
-    return column.astype(str).str.lower().isin(("true", "1"))
-
-
 def study_fit(results: Path, study) -> dict | None:
-    """The reported time model of a study of one sweep, its grid's repetitions and its validation rows."""
+    """The reported time model of a study of one sweep (fitted again from its aggregate), its notes,
+    its evaluation at the validation points (modeling.validation), and the grid it was fitted to."""
     path = results / "tables" / study.name / "aggregate.csv"
     if not path.exists():
         return None
     agg = pd.read_csv(path)
-    val = is_true(agg["validation"]) if "validation" in agg else pd.Series(False, index=agg.index)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table, models, _ = fit_study_models(agg[~val], study.name, list(study.vary), study.fixed, study.processes,
-                                            design=study.design.kind)
+        _, models, _ = fit_study_models(agg, study.name, list(study.vary), study.fixed, study.processes,
+                                        design=study.design.kind)
     main = [m for m in models if m["region"] == "all" and m["metric"] == "time"]
     if not main:
         return None
-    row = table[(table["region"] == "all") & (table["metric"] == "time")].iloc[0]
     model = Model.from_dict(main[0]["model"])
-    grid = agg[~val & (agg["region"] == "all") & (agg["metric"] == "time")]
-    if "oversubscribed" in grid:
-        grid = grid[~is_true(grid["oversubscribed"])]
-    points = agg[val & (agg["region"] == "all") & (agg["metric"] == "time")]
-    return {"model": model, "notes": row.get("notes", ""), "grid": grid, "validation": points}
-
-
-def judged(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
-    return np.abs(pred - measured) / measured
+    grid, checks = validation.split(agg[(agg["region"] == "all") & (agg["metric"] == "time")])
+    grid = grid[~oversubscribed_rows(grid, study.processes, list(study.vary))]  # as the models stage fits
+    return {"model": model, "notes": "; ".join(main[0].get("notes", [])), "grid": grid, "points": checks,
+            "validation": main[0].get("validation", [])}
 
 
 def extrap_predictions(jobs: list[tuple[list[str], pd.DataFrame, pd.DataFrame]]) -> list[dict]:
@@ -124,8 +115,8 @@ def main() -> int:
     jobs, where = [], []
     for s in sweep.studies:
         for k, fit in enumerate(fits[s.name]):
-            if fit is not None and len(fit["validation"]):
-                jobs.append((list(s.vary), fit["grid"], fit["validation"]))
+            if fit is not None and len(fit["points"]):
+                jobs.append((list(s.vary), fit["grid"], fit["points"]))
                 where.append((s.name, k))
     extrap = dict(zip(where, extrap_predictions(jobs))) if jobs and not args.no_extrap else {}
     covered, worst, agree_all, shares_ok, unflagged = [], 0.0, True, True, 0
@@ -143,19 +134,18 @@ def main() -> int:
             unflagged += bool(model.coefficients[0] < -0.05 * smallest and "negative constant" not in fit["notes"])
             print(f"  sweep {k + 1}: {model}\n           lead {model.lead()}, share {model.lead_share:.2f}"
                   + (f"; {fit['notes']}" if fit["notes"] else ""))
-            if len(points):
-                x = points[list(s.vary)].to_numpy(float)
-                measured = points["median"].to_numpy(float)
-                low, high = model.interval(x, LEVEL)
-                err = judged(model.predict(x), measured)
-                hit = (low <= measured) & (measured <= high)
+            if points:
+                measured = np.array([p["measured"] for p in points])
+                err = np.abs(np.array([p["predicted"] for p in points]) - measured) / measured
+                hit = np.array([p["covered"] for p in points])
                 covered += list(hit)
                 worst = max(worst, float(np.median(err)))
                 text = f"           validation: median error {np.median(err):.1%} (max {np.max(err):.1%}), " \
                        f"{int(hit.sum())} of {len(hit)} in the {LEVEL:.0%} interval"
                 ex = extrap.get((s.name, k))
                 if ex and "error" not in ex:
-                    text += f"; Extra-P {np.median(judged(np.array(ex['predicted']), measured)):.1%}: {ex['text']}"
+                    ex_err = np.abs(np.array(ex["predicted"]) - measured) / measured
+                    text += f"; Extra-P {np.median(ex_err):.1%}: {ex['text']}"
                 elif ex:
                     text += f"; Extra-P failed: {ex['error']}"
                 print(text)

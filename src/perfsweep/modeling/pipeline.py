@@ -107,7 +107,7 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     rate that falls as a parameter grows is modelled through its reciprocal where that predicts better
     (reciprocal_wins)."""
     agg, checks = validation.split(agg)
-    over = _oversubscribed(agg, processes, varied)
+    over = oversubscribed_rows(agg, processes, varied)
     fit_agg = agg[~over]
     options = fit_options(processes, design, bootstrap, fit_agg[varied], varied, modeling)
     notes = []
@@ -175,7 +175,7 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     return table, models, (pd.concat(preds, ignore_index=True) if preds else pd.DataFrame())
 
 
-def _oversubscribed(agg: pd.DataFrame, processes: str, varied: list[str]) -> pd.Series:
+def oversubscribed_rows(agg: pd.DataFrame, processes: str, varied: list[str]) -> pd.Series:
     """Rows of configurations whose ranks outnumbered their cores (the aggregate's ``oversubscribed``,
     from the run records), where the process count is varied and some configurations were not."""
     if "oversubscribed" not in agg or processes not in varied:

@@ -71,16 +71,18 @@ def noisy_models_json(tmp_path):
     model = fit_model(x, y, ["n", "q"], options=FitOptions(negative_params=("q",), bootstrap=40))
     path = tmp_path / "models.json"
     path.write_text(json.dumps([{"study": "s", "region": "all", "metric": "time", "fixed": {}, "processes": "q",
-                                 "model": model.to_dict()}]))
+                                 "notes": ["form in q assumed"], "model": model.to_dict()}]))
     return path
 
 
 def test_predict_prints_intervals_and_form(noisy_models_json):
     out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "predict", str(noisy_models_json), "n=8000",
                           "q=4,32"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert re.fullmatch(r"# lead .*q\^\(-1\) in \d+% of 40 resamples(; runner-up .* in \d+%)?", out[1]), out[1]
-    line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %\)", out[2])
-    assert line, out[2]
+    assert re.fullmatch(r"# lead order agreed by \d+% of 40 resamples: .*q\^\(-1\).*(; runner-up .* in \d+%)?",
+                        out[1]), out[1]
+    assert out[2] == "# note: form in q assumed"  # the models table's notes travel with the model
+    line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %\)", out[3])
+    assert line, out[3]
     t, low, high = map(float, line.groups())
     assert low < t < high  # (that intervals cover the truth: test_model_uncertainty.py)
 

@@ -291,6 +291,8 @@ def _predict(args: argparse.Namespace) -> int:
     table = predict(model, _values(args.values), args.level)
     print(f"# {args.region}/{args.metric}: {model}")
     print(f"# {form_note(model)}")
+    for note in entry.get("notes") or []:  # what the models table says of it (undecided form, regimes)
+        print(f"# note: {note}")
     checks = entry.get("validation") or []  # the study's validation points: measured, never fitted
     unit = " s" if is_time_metric(args.metric) else ""
     for line in validation.describe(checks, args.metric, entry.get("level", 0.9), unit):

@@ -134,10 +134,11 @@ def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: flo
 
 
 def form_note(model: Model) -> str:
-    """How sure the model's form is: the lead-term share among the resamples and the runner-up."""
+    """How sure the model's form is: the share of the resamples whose model agrees with its lead order
+    (modeling.compare) and the most frequent other lead."""
     if not model.bootstrap:
         return f"lead {model.lead()} (no resamples: fitted without repetitions)"
-    text = f"lead {model.lead()} in {model.lead_share:.0%} of {len(model.bootstrap)} resamples"
+    text = f"lead order agreed by {model.lead_share:.0%} of {len(model.bootstrap)} resamples: {model.lead()}"
     if model.runner_up:
         text += f"; runner-up {model.runner_up} in {model.runner_up_share:.0%}"
     return text

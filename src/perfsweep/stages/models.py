@@ -30,8 +30,14 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
     if len(main):
         r = main.iloc[0]
         text = r["model"] or f"no model ({r['reason']})"
-        print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
-              + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)
+        notes = str(r.get("notes") or "") if r["model"] else ""
+        undecided = next((n for n in notes.split("; ") if n.startswith("form undecided")), "")
+        if undecided:  # the data cannot decide: say so instead of a formula that reads as known
+            print(f"perfsweep: study {study} model: T({', '.join(varied)}): {undecided} "
+                  f"(reported {text}, see results/models/{study}/models.md)", flush=True)
+        else:
+            print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
+                  + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)
         if r["model"] and r["validation_points"] > 0:
             print(f"perfsweep: study {study}: at {r['validation_points']:.0f} validation point(s) a median error of "
                   f"{100 * r['validation_median_error']:.1f} %, {100 * r['validation_coverage']:.0f} % covered by the "

@@ -345,3 +345,34 @@ def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tm
     for p in runs.rglob("rep*.json"):
         assert check_record(p)["status"] == "ok"
     assert len(pd.read_csv(results / "tables" / "faults" / "runs.csv")) == 6
+
+
+def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_s_refusal(tmp_path):
+    """Two `perfsweep run` started together in one directory (before either's Snakemake has parsed the
+    workflow and taken its lock), and a third 3 s later: one measures, the others get perfsweep's refusal
+    in one line, not Snakemake's LockException advising --unlock, and nothing of the sweep is lost."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2, sleep=1.0)  # 6 runs of 1 s, one after the other
+    starts = [subprocess.Popen(run_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]
+    try:
+        time.sleep(3)
+        late = perfsweep_run(cfg, tmp_path)
+        ends = [p.communicate(timeout=600) for p in starts]
+    finally:
+        for p in starts:
+            if p.poll() is None:
+                p.kill()
+    refusal = ("perfsweep: another perfsweep run is working in this directory: wait for it to end or stop it "
+               "(Ctrl-C); Snakemake's --unlock would let both write the same records")
+    codes = sorted(p.returncode for p in starts)
+    assert codes == [0, 2], ends
+    refused = ends[[p.returncode for p in starts].index(2)]
+    assert refused[1].strip().splitlines() == [refusal] and "LockException" not in refused[0] + refused[1]
+    assert late.returncode == 2 and late.stderr.strip().splitlines() == [refusal], late.stderr[-3000:]
+    recs = records(results)
+    assert len(recs) == 6 and all(r["status"] == "ok" for r in recs.values())
+    assert all(len(a) == 1 for a in archived(results).values())  # each run measured once
+    assert leftover_processes(state) == []

@@ -137,10 +137,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
-    from perfsweep.recovery import workdir_busy
+    from perfsweep.recovery import acquire_run_lock, workdir_busy
     from perfsweep.rounds import run_rounds
 
-    if workdir_busy():
+    if not acquire_run_lock() or workdir_busy():
         raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
                         "(Ctrl-C); Snakemake's --unlock would let both write the same records")
 

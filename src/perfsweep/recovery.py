@@ -74,6 +74,21 @@ def acquire_workdir_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bo
     return True
 
 
+def acquire_run_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
+    """True if no other ``perfsweep run`` is alive in this directory; the lock
+    (``.snakemake/perfsweep-run.lock``) is then held until this process ends. Its Snakemake takes
+    perfsweep.lock only once it parses the workflow, a second or more after the start: a start in that
+    gap would pass :func:`workdir_busy` and meet Snakemake's own lock (which advises --unlock)."""
+    fd = hold_lock(Path(state_dir) / "perfsweep-run.lock", wait=False)
+    if fd is None:
+        return False
+    _RUN_HELD.append(fd)
+    return True
+
+
+_RUN_HELD: list[int] = []
+
+
 def workdir_busy(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
     """Whether a Snakemake of this workflow is alive in this directory (it holds the lock above)."""
     fd = hold_lock(Path(state_dir) / "perfsweep.lock", wait=False)

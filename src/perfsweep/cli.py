@@ -24,6 +24,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from perfsweep.config import REPO_ROOT, load_config_file
@@ -128,7 +129,10 @@ def _run(args: argparse.Namespace) -> int:
         # the user's own targets
         full = [*cmd, "--", *targets] if targets else [*cmd, *after_run]
         print("+ " + " ".join(full), flush=True)
+        started = time.time()
         rc = _wait(subprocess.Popen(full))
+        if rc > 0 and _interrupted(started):  # SIGINT to Snakemake alone: it stopped its jobs, as on Ctrl-C
+            raise KeyboardInterrupt
         if rc < 0:  # Snakemake itself was killed (SIGKILL, the OOM killer): exit as a shell reports it
             print(f"perfsweep: Snakemake was stopped by signal {-rc}; finished runs are kept, run the same "
                   "command again to measure the rest", file=sys.stderr, flush=True)
@@ -148,6 +152,18 @@ def _run(args: argparse.Namespace) -> int:
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
     return rc
+
+
+def _interrupted(since: float, state_dir: str = ".snakemake") -> bool:
+    """Whether the Snakemake that ended here since ``since`` stopped because it got SIGINT: its log says
+    so (it exits 1, as after a failed job)."""
+    for log in Path(state_dir, "log").glob("*.snakemake.log"):
+        try:
+            if log.stat().st_mtime >= since and "Terminating processes on user request" in log.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class Terminated(Exception):

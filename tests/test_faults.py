@@ -376,3 +376,24 @@ def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_
     assert len(recs) == 6 and all(r["status"] == "ok" for r in recs.values())
     assert all(len(a) == 1 for a in archived(results).values())  # each run measured once
     assert leftover_processes(state) == []
+
+
+def test_a_timeout_kills_every_descendant_also_those_that_left_with_setsid(tmp_path):
+    """n=29 starts a helper in its own session (setsid) and a daemon (setsid, its parent exited), both
+    with their output closed, then hangs: out of the app's process group, only the runner's child
+    subreaper keeps them where the timeout's kill finds them. No process of the run is left."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 29], k=1, timeout=3)
+    try:
+        proc = perfsweep_run(cfg, tmp_path)
+        left = leftover_processes(state)
+    finally:
+        for pid, _ in leftover_processes(state):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    rec = check_record(results / "runs" / "faults" / "n=29" / "rep0.json")
+    assert rec["status"] == "timeout" and "killed after the timeout of 3 s" in rec["error"]
+    assert check_record(results / "runs" / "faults" / "n=1" / "rep0.json")["status"] == "ok"
+    assert left == []

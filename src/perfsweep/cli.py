@@ -208,17 +208,9 @@ def _interrupt_all(proc: subprocess.Popen) -> None:
     Ctrl-C in its terminal would send it, without the processes beside perfsweep in its group."""
     import signal
 
-    found, todo = [], [proc.pid]
-    while todo:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-            children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
-        except (OSError, ValueError):  # it ended, or no /proc: Snakemake alone, which still stops
-            children = []
-        found += children
-        todo += children
-    for pid in [proc.pid, *found]:
+    from perfsweep.runner import descendants
+
+    for pid in [proc.pid, *descendants(proc.pid)]:  # (no /proc: Snakemake alone, which still stops)
         try:
             os.kill(pid, signal.SIGINT)
         except OSError:

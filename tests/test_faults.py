@@ -397,3 +397,41 @@ def test_a_timeout_kills_every_descendant_also_those_that_left_with_setsid(tmp_p
     assert rec["status"] == "timeout" and "killed after the timeout of 3 s" in rec["error"]
     assert check_record(results / "runs" / "faults" / "n=1" / "rep0.json")["status"] == "ok"
     assert left == []
+
+
+def test_a_leftover_temporary_record_is_named_and_set_aside(tmp_path):
+    """A crash between a record's temp file and its rename leaves ``.rep0.json.<random>.tmp`` (here: the
+    record deleted, half of it in the temp file, and one in the archive): check-records names it, and the
+    next `perfsweep run` moves it under quarantine/ (never deleted), says so and measures that run again."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2], k=2)
+    first = perfsweep_run(cfg, tmp_path)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    record = results / "runs" / "faults" / "n=1" / "rep0.json"
+    text = record.read_text()
+    record.unlink()
+    temps = [record.with_name(".rep0.json.k2x9a1.tmp"),
+             results / "archive" / "faults" / "n=2" / ".rep1.attempt1.20261126T000000.000000Z.json.q7w3e2.tmp"]
+    for tmp in temps:
+        tmp.write_text(text[: len(text) // 2])
+    check = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 2 and check.stderr.strip().splitlines() == [
+        f"perfsweep: {tmp}: a temporary file of a record's write that a crash cut short, not a record (the next "
+        "perfsweep run sets it aside)" for tmp in temps]
+    again = perfsweep_run(cfg, tmp_path)
+    console = again.stdout + again.stderr
+    assert again.returncode == 0, console[-3000:]
+    for tmp in temps:
+        (moved,) = re.findall(rf"perfsweep: {re.escape(str(tmp))}: a temporary file of a record's write that a crash "
+                              r"cut short, not a record; moved to (\S+)$", console, re.MULTILINE)
+        assert Path(moved).read_text() == text[: len(text) // 2] and not tmp.exists()
+        assert Path(moved).is_relative_to(results / "quarantine")
+    jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", console, re.MULTILINE)
+    assert jobs == [str(record)]  # that run only, measured again
+    assert all(r["status"] == "ok" for r in records(results).values()) and len(records(results)) == 4
+    ok = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "none damaged" in ok.stdout, ok.stderr

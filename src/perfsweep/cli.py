@@ -342,17 +342,21 @@ def _register_modeling(sub) -> None:
 
 def _check_records(args: argparse.Namespace) -> int:
     """Check run records (files, or directories searched for rep<k>.json) against their paths."""
-    from perfsweep.records import ARCHIVED_STATUSES, STATUSES, DamagedRecord, check_record, is_archived, path_fields
+    from perfsweep.records import (ARCHIVED_STATUSES, LEFTOVER, STATUSES, DamagedRecord, check_record, is_archived,
+                                   leftover_temps, path_fields)
 
     paths: list[Path] = []
+    damaged = 0
     for item in map(Path, args.paths):
         if item.is_dir():
             paths += sorted(item.rglob("rep*.json"))
+            for tmp in leftover_temps(item):
+                print(f"perfsweep: {tmp}: {LEFTOVER} (the next perfsweep run sets it aside)", file=sys.stderr)
+                damaged += 1
         elif item.exists():
             paths.append(item)
         else:
             raise UserError(f"{item}: no such file or directory")
-    damaged = 0
     for path in paths:
         try:
             check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if is_archived(path) else STATUSES)

@@ -2,6 +2,7 @@
 misbehaves on purpose (tests/apps/fault_app.py): faults, a study in which every run fails, SIGKILL of
 the whole process group or of Snakemake alone mid-sweep, and damaged records."""
 
+import base64
 import hashlib
 import json
 import os
@@ -93,6 +94,9 @@ def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_p
     assert re.search(r"perfsweep: study broken: no successful run \(2 of 2 failed; e\.g\. broken/n=1/rep0: "
                      r"exit code 1: no license 1\)", console), console[-5000:]
     assert f"nothing to aggregate, see {results}/runs/broken/ and the failure records" in console
+    assert proc.stderr.strip().splitlines()[-1] == (  # (--no-report: its runs table, no report)
+        "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
+        f"license 1); its runs and their errors: {results}/tables/broken/runs.csv; fix it and run the same command again")
 
     recs = {r["run_id"]: r for r in records(results).values()}
     assert len(recs) == 52  # every run of both studies has its record
@@ -435,3 +439,44 @@ def test_a_leftover_temporary_record_is_named_and_set_aside(tmp_path):
     ok = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "none damaged" in ok.stdout, ok.stderr
+
+
+def _report_pages(report):
+    """The pages a Snakemake report embeds (base64 data URIs), decoded."""
+    text = report.read_text()
+    return [base64.b64decode(m).decode(errors="replace")
+            for m in re.findall(r"data:text/html;[^\"']*?base64,([A-Za-z0-9+/=]+)", text)]
+
+
+def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(tmp_path):
+    """One study whose runs all fail beside a healthy one: the healthy one's tables, models, figures and
+    report pages are made, results/report.html is written with them and with the failed study's runs and
+    errors, and perfsweep's lines are the last the user sees (what failed, why, what to do), exit 1."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    broken = {"broken": {"app": {"command": f"{sys.executable} -c 'import sys; sys.exit(\"no license {{n}}\")'"},
+                         "parameters": {"n": 1}, "vary": {"n": [1, 2]}, "repetitions": 1}}
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2, extra_studies=broken)
+    proc = subprocess.run([str(PERFSWEEP), "run", str(cfg), "--cores", "2"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-5000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    tail = proc.stderr.strip().splitlines()[-2:]
+    assert tail == [
+        "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
+        f"license 1); its runs and their errors: {results}/report/broken/failures.html; fix it and run the same "
+        "command again",
+        f"perfsweep: report of the other studies written to {results}/report.html (with the failed studies' runs: "
+        "broken)"], proc.stderr[-5000:]
+    # nothing lost: every record, and every output of the healthy study
+    recs = records(results)
+    assert len(recs) == 8 and sum(r["status"] == "ok" for r in recs.values()) == 6
+    from perfsweep.config import load_config_file
+
+    faults = load_config_file(cfg).study("faults")
+    assert all(Path(p).exists() for p in faults.outputs(str(results)) + faults.report_outputs(str(results)))
+    pages = _report_pages(results / "report.html")
+    assert any("no license 1" in p and "no license 2" in p for p in pages)  # the failed study's page
+    assert any("faults: measurements" in p for p in pages)  # the healthy study's pages
+    assert leftover_processes(state) == []

@@ -124,10 +124,10 @@ def _run(args: argparse.Namespace) -> int:
     # Snakemake start less, each costs a DAG and the recovery scan (bench/postprocessing.py)
     after_run = [] if args.no_report or dry else ["--report", report, "--report-after-run"]
 
-    def snakemake(targets: list[str]) -> int:
+    def snakemake(targets: list[str], with_report: bool = False) -> int:
         # after "--": a user's option that takes several values (-q) must not swallow them, and they join
         # the user's own targets
-        full = [*cmd, "--", *targets] if targets else [*cmd, *after_run]
+        full = [*cmd, *(after_run if with_report or not targets else []), *(["--", *targets] if targets else [])]
         print("+ " + " ".join(full), flush=True)
         started = time.time()
         rc = _wait(subprocess.Popen(full))
@@ -151,7 +151,52 @@ def _run(args: argparse.Namespace) -> int:
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
+    elif rc == 1 and not args.stop_on_error:  # a job failed; with --keep-going the rest was made
+        _report_despite_failures(snakemake if after_run else None, sweep, report)
     return rc
+
+
+def _report_despite_failures(snakemake, sweep, report: str) -> None:
+    """After a sweep in which a study did not get through (every run failed, a step failed): the report
+    of the studies that did, with a page per failed study listing its runs, their status and error
+    (``snakemake(targets, with_report=True)``; None: no report wanted), then one line per failed study:
+    what failed, why, what to do. These are the last lines a user sees, after Snakemake's."""
+    results = sweep.results
+    made = {s.name: all(Path(p).exists() for p in s.outputs(results) + s.report_outputs(results))
+            for s in sweep.studies}
+    failed = [s for s in sweep.studies if not made[s.name]]
+    if not failed:
+        return  # every study got through: what failed was of all studies (the models summary)
+    tables = {s.name: f"{results}/tables/{s.name}/runs.csv" for s in failed
+              if Path(f"{results}/tables/{s.name}/runs.csv").exists()}
+    targets = [p for s in sweep.studies if made[s.name] for p in s.outputs(results) + s.report_outputs(results)]
+    pages = {name: f"{results}/report/{name}/failures.html" for name in tables}
+    written = bool(snakemake and targets) and snakemake([*targets, *pages.values()], with_report=True) == 0
+    for s in failed:
+        table = (pages if written else tables).get(s.name)
+        where = f"its runs and their errors: {table}" if table else f"see {results}/logs/"
+        print(f"perfsweep: study {s.name} failed: {_why_failed(s, results)}; {where}; fix it and run the same "
+              "command again", file=sys.stderr)
+    if written:
+        print(f"perfsweep: report of the other studies written to {report}"
+              + (f" (with the failed studies' runs: {', '.join(pages)})" if pages else ""), file=sys.stderr)
+
+
+def _why_failed(study, results: str) -> str:
+    """Why a study's outputs were not made: no successful run (with the first run's error), or the first
+    output missing."""
+    import pandas as pd
+
+    from perfsweep.tables import no_successful_run
+
+    try:
+        runs = pd.read_csv(f"{results}/tables/{study.name}/runs.csv")
+    except (OSError, ValueError):
+        runs = None
+    if runs is not None and len(runs) and not (runs["status"] == "ok").any():
+        return no_successful_run(runs)
+    missing = next(p for p in study.outputs(results) + study.report_outputs(results) if not Path(p).exists())
+    return f"{missing} was not made (a step failed: its log is under {results}/logs/)"
 
 
 def _interrupted(since: float, state_dir: str = ".snakemake") -> bool:

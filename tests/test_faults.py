@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -480,3 +481,48 @@ def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(tmp_pa
     assert any("no license 1" in p and "no license 2" in p for p in pages)  # the failed study's page
     assert any("faults: measurements" in p for p in pages)  # the healthy study's pages
     assert leftover_processes(state) == []
+
+
+def test_a_full_results_filesystem_is_named_and_a_rerun_after_freeing_space_completes(tmp_path):
+    """results/ on a filesystem that is full: a real one, of 2 MiB (tmpfs), mounted in a private user
+    and mount namespace (``unshare -rm``): no privilege, no change to the machine, gone with the test's
+    processes. Full from the start, `perfsweep run` refuses in one line naming the OS error; filled during
+    the sweep (fault_app n=31 fills it, as another program's output would), its last line names it and
+    what to do; after the space is freed the same command completes, and no finished record changed."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"]).returncode != 0:
+        pytest.skip("no unshare, or user namespaces are not allowed here")
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    results, state, cfg = fs / "results", fs / "state", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 31, 4], k=2)
+    run = " ".join(run_command(cfg))
+    script = f"""
+        mount -t tmpfs -o size=2m tmpfs {fs} || exit 97
+        mkdir {state}
+        dd if=/dev/zero of={state}/full bs=64k 2>/dev/null
+        {run} > full.out 2> full.err; echo $? > full.rc
+        rm {state}/full
+        {run} > fill.out 2> fill.err; echo $? > fill.rc
+        cp -a {results} filled
+        rm {state}/filler
+        {run} > again.out 2> again.err; echo $? > again.rc
+        cp -a {results} freed
+    """
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    out = {name: ((tmp_path / f"{name}.rc").read_text().strip(), (tmp_path / f"{name}.err").read_text())
+           for name in ("full", "fill", "again")}
+    assert out["full"][0] == "2" and out["full"][1].strip().splitlines() == [
+        f"perfsweep: {cfg}: results: '{results}' cannot be written (No space left on device in {fs}); free space "
+        "there and run the same command again"]
+    assert out["fill"][0] == "1" and out["fill"][1].strip().splitlines()[-1] == (
+        f"perfsweep: {results}: No space left on device: the runs could not write their records and logs (the "
+        "finished ones are kept); free space there and run the same command again"), out["fill"][1][-3000:]
+    assert out["again"][0] == "0", out["again"][1][-3000:]
+    before = {p.relative_to(tmp_path / "filled"): p.read_bytes() for p in (tmp_path / "filled" / "runs").rglob("rep*.json")}
+    after = {p.relative_to(tmp_path / "freed"): p for p in (tmp_path / "freed" / "runs").rglob("rep*.json")}
+    assert 0 < len(before) < 8 and len(after) == 8
+    assert all(after[p].read_bytes() == b for p, b in before.items())  # nothing finished was lost or changed
+    assert all(check_record(p)["status"] == "ok" for p in after.values())
+    assert not list((tmp_path / "freed").rglob("*.tmp"))

@@ -113,6 +113,9 @@ def _run(args: argparse.Namespace) -> int:
     where = next((d for d in (Path(sweep.results), *Path(sweep.results).absolute().parents) if d.exists()), Path("."))
     if not os.access(where, os.W_OK):  # (a read-only mount, another user's results)
         raise UserError(f"{args.config}: results: {sweep.results!r} cannot be written ({where} is read-only for you)")
+    if why := _cannot_write(where):  # (a full filesystem, a quota)
+        raise UserError(f"{args.config}: results: {sweep.results!r} cannot be written ({why} in {where}); "
+                        "free space there and run the same command again")
     snakefile = workflow_dir(args.workflow) / "Snakefile"
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]
@@ -151,9 +154,34 @@ def _run(args: argparse.Namespace) -> int:
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
+    elif rc == 1 and (why := _cannot_write(where)):  # the runs' records and logs had no room: say why
+        print(f"perfsweep: {sweep.results}: {why}: the runs could not write their records and logs (the finished "
+              "ones are kept); free space there and run the same command again", file=sys.stderr)
     elif rc == 1 and not args.stop_on_error:  # a job failed; with --keep-going the rest was made
         _report_despite_failures(snakemake if after_run else None, sweep, report)
     return rc
+
+
+def _cannot_write(where: Path, size: int = 1 << 16) -> str | None:
+    """The OS error that keeps files from being written in the directory ``where`` (a full filesystem:
+    "No space left on device", a quota), or None: a probe of ``size`` bytes is written, synced and
+    removed."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".perfsweep-space.", dir=where)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(size))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.unlink(probe)
+    return None
 
 
 def _report_despite_failures(snakemake, sweep, report: str) -> None:

@@ -191,10 +191,11 @@ def slurm_info() -> dict[str, str] | None:
     if "SLURM_JOB_ID" not in os.environ:
         return None
     env = dict(os.environ)
-    if "SLURM_JOB_NODELIST" not in env:  # cleared by the plugin's job step: ask the controller
-        from perfsweep.cluster.launch import allocation_env
+    if "SLURM_JOB_NODELIST" not in env or "SLURM_JOB_PARTITION" not in env:  # cleared by the plugin's job
+        from perfsweep.cluster.launch import allocation_env                   # step: ask the controller
 
-        env.update(allocation_env(env["SLURM_JOB_ID"]))
+        for key, value in allocation_env(env["SLURM_JOB_ID"]).items():
+            env.setdefault(key, value)
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
             "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
             "tasks_per_node": "SLURM_TASKS_PER_NODE"}

@@ -154,7 +154,8 @@ def _run(args: argparse.Namespace) -> int:
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
-    elif rc == 1 and (why := _cannot_write(where)):  # the runs' records and logs had no room: say why
+    elif rc == 1 and (why := _cannot_write(Path(sweep.results) if Path(sweep.results).is_dir() else where)):
+        # the runs' records and logs had no room: say why
         print(f"perfsweep: {sweep.results}: {why}: the runs could not write their records and logs (the finished "
               "ones are kept); free space there and run the same command again", file=sys.stderr)
     elif rc == 1 and not args.stop_on_error:  # a job failed; with --keep-going the rest was made

@@ -14,7 +14,7 @@ from perfsweep.config import ConfigError, load_config
 from perfsweep.runner import RunSpec, main
 
 # `scontrol show job -d -o 20` of a 2-node job on the local cluster (SLURM 22.05), shortened
-SCONTROL = ("JobId=20 JobName=x UserId=root(0) JobState=RUNNING NodeList=n[1-2] BatchHost=n1 NumNodes=2 "
+SCONTROL = ("JobId=20 JobName=x UserId=root(0) JobState=RUNNING Partition=debug NodeList=n[1-2] BatchHost=n1 NumNodes=2 "
             "NumCPUs=2 NumTasks=2 CPUs/Task=1 ReqB:S:C:T=0:0:*:* TRES=cpu=2,mem=2000M,node=2   "
             "Nodes=n[1-2] CPU_IDs=0 Mem=1000 GRES= MinCPUsNode=1")
 
@@ -62,8 +62,9 @@ def test_setup_and_modules_run_before_the_launch():
 
 def test_allocation_from_scontrol():
     job = parse_job(SCONTROL)
-    assert job == {"nodelist": "n[1-2]", "num_nodes": 2, "num_tasks": 2, "cpus_per_task": 1,
+    assert job == {"nodelist": "n[1-2]", "partition": "debug", "num_nodes": 2, "num_tasks": 2, "cpus_per_task": 1,
                    "groups": [("n[1-2]", 1)]}
+    assert parse_job(SCONTROL.replace("Partition=debug ", ""))["partition"] is None
     assert expand_hostlist("n[1-3],login5,c[08-10]") == ["n1", "n2", "n3", "login5", "c08", "c09", "c10"]
 
 

@@ -2,10 +2,12 @@
 misbehaves on purpose (tests/apps/fault_app.py): faults, a study in which every run fails, SIGKILL of
 the whole process group or of Snakemake alone mid-sweep, and damaged records."""
 
+import base64
 import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -93,6 +95,9 @@ def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_p
     assert re.search(r"perfsweep: study broken: no successful run \(2 of 2 failed; e\.g\. broken/n=1/rep0: "
                      r"exit code 1: no license 1\)", console), console[-5000:]
     assert f"nothing to aggregate, see {results}/runs/broken/ and the failure records" in console
+    assert proc.stderr.strip().splitlines()[-1] == (  # (--no-report: its runs table, no report)
+        "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
+        f"license 1); its runs and their errors: {results}/tables/broken/runs.csv; fix it and run the same command again")
 
     recs = {r["run_id"]: r for r in records(results).values()}
     assert len(recs) == 52  # every run of both studies has its record
@@ -185,7 +190,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
         assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
             "perfsweep: Snakemake was stopped by signal 9; finished runs are kept, run the same command again "
             "to measure the rest")
-    if sig in (signal.SIGINT, signal.SIGTERM) and victim != "snakemake alone":  # it waited for Snakemake
+    if sig in (signal.SIGINT, signal.SIGTERM):  # it waited for Snakemake (alone: Snakemake stopped, it says so)
         how = "interrupted" if sig == signal.SIGINT else "terminated"
         assert proc.returncode == 128 + sig
         assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
@@ -345,3 +350,179 @@ def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tm
     for p in runs.rglob("rep*.json"):
         assert check_record(p)["status"] == "ok"
     assert len(pd.read_csv(results / "tables" / "faults" / "runs.csv")) == 6
+
+
+def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_s_refusal(tmp_path):
+    """Two `perfsweep run` started together in one directory (before either's Snakemake has parsed the
+    workflow and taken its lock), and a third 3 s later: one measures, the others get perfsweep's refusal
+    in one line, not Snakemake's LockException advising --unlock, and nothing of the sweep is lost."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2, sleep=1.0)  # 6 runs of 1 s, one after the other
+    starts = [subprocess.Popen(run_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for _ in range(2)]
+    try:
+        time.sleep(3)
+        late = perfsweep_run(cfg, tmp_path)
+        ends = [p.communicate(timeout=600) for p in starts]
+    finally:
+        for p in starts:
+            if p.poll() is None:
+                p.kill()
+    refusal = ("perfsweep: another perfsweep run is working in this directory: wait for it to end or stop it "
+               "(Ctrl-C); Snakemake's --unlock would let both write the same records")
+    codes = sorted(p.returncode for p in starts)
+    assert codes == [0, 2], ends
+    refused = ends[[p.returncode for p in starts].index(2)]
+    assert refused[1].strip().splitlines() == [refusal] and "LockException" not in refused[0] + refused[1]
+    assert late.returncode == 2 and late.stderr.strip().splitlines() == [refusal], late.stderr[-3000:]
+    recs = records(results)
+    assert len(recs) == 6 and all(r["status"] == "ok" for r in recs.values())
+    assert all(len(a) == 1 for a in archived(results).values())  # each run measured once
+    assert leftover_processes(state) == []
+
+
+def test_a_timeout_kills_every_descendant_also_those_that_left_with_setsid(tmp_path):
+    """n=29 starts a helper in its own session (setsid) and a daemon (setsid, its parent exited), both
+    with their output closed, then hangs: out of the app's process group, only the runner's child
+    subreaper keeps them where the timeout's kill finds them. No process of the run is left."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 29], k=1, timeout=3)
+    try:
+        proc = perfsweep_run(cfg, tmp_path)
+        left = leftover_processes(state)
+    finally:
+        for pid, _ in leftover_processes(state):
+            os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    rec = check_record(results / "runs" / "faults" / "n=29" / "rep0.json")
+    assert rec["status"] == "timeout" and "killed after the timeout of 3 s" in rec["error"]
+    assert check_record(results / "runs" / "faults" / "n=1" / "rep0.json")["status"] == "ok"
+    assert left == []
+
+
+def test_a_leftover_temporary_record_is_named_and_set_aside(tmp_path):
+    """A crash between a record's temp file and its rename leaves ``.rep0.json.<random>.tmp`` (here: the
+    record deleted, half of it in the temp file, and one in the archive): check-records names it, and the
+    next `perfsweep run` moves it under quarantine/ (never deleted), says so and measures that run again."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2], k=2)
+    first = perfsweep_run(cfg, tmp_path)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+    record = results / "runs" / "faults" / "n=1" / "rep0.json"
+    text = record.read_text()
+    record.unlink()
+    temps = [record.with_name(".rep0.json.k2x9a1.tmp"),
+             results / "archive" / "faults" / "n=2" / ".rep1.attempt1.20261126T000000.000000Z.json.q7w3e2.tmp"]
+    for tmp in temps:
+        tmp.write_text(text[: len(text) // 2])
+    check = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 2 and check.stderr.strip().splitlines() == [
+        f"perfsweep: {tmp}: a temporary file of a record's write that a crash cut short, not a record (the next "
+        "perfsweep run sets it aside)" for tmp in temps]
+    again = perfsweep_run(cfg, tmp_path)
+    console = again.stdout + again.stderr
+    assert again.returncode == 0, console[-3000:]
+    for tmp in temps:
+        (moved,) = re.findall(rf"perfsweep: {re.escape(str(tmp))}: a temporary file of a record's write that a crash "
+                              r"cut short, not a record; moved to (\S+)$", console, re.MULTILINE)
+        assert Path(moved).read_text() == text[: len(text) // 2] and not tmp.exists()
+        assert Path(moved).is_relative_to(results / "quarantine")
+    jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", console, re.MULTILINE)
+    assert jobs == [str(record)]  # that run only, measured again
+    assert all(r["status"] == "ok" for r in records(results).values()) and len(records(results)) == 4
+    ok = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "none damaged" in ok.stdout, ok.stderr
+
+
+def _report_pages(report):
+    """The pages a Snakemake report embeds (base64 data URIs), decoded."""
+    text = report.read_text()
+    return [base64.b64decode(m).decode(errors="replace")
+            for m in re.findall(r"data:text/html;[^\"']*?base64,([A-Za-z0-9+/=]+)", text)]
+
+
+def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(tmp_path):
+    """One study whose runs all fail beside a healthy one: the healthy one's tables, models, figures and
+    report pages are made, results/report.html is written with them and with the failed study's runs and
+    errors, and perfsweep's lines are the last the user sees (what failed, why, what to do), exit 1."""
+    state = tmp_path / "state"
+    state.mkdir()
+    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
+    broken = {"broken": {"app": {"command": f"{sys.executable} -c 'import sys; sys.exit(\"no license {{n}}\")'"},
+                         "parameters": {"n": 1}, "vary": {"n": [1, 2]}, "repetitions": 1}}
+    write_config(cfg, results, state, ns=[1, 2, 4], k=2, extra_studies=broken)
+    proc = subprocess.run([str(PERFSWEEP), "run", str(cfg), "--cores", "2"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 1, (proc.stdout + proc.stderr)[-5000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    tail = proc.stderr.strip().splitlines()[-2:]
+    assert tail == [
+        "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
+        f"license 1); its runs and their errors: {results}/report/broken/failures.html; fix it and run the same "
+        "command again",
+        f"perfsweep: report of the other studies written to {results}/report.html (with the failed studies' runs: "
+        "broken)"], proc.stderr[-5000:]
+    # nothing lost: every record, and every output of the healthy study
+    recs = records(results)
+    assert len(recs) == 8 and sum(r["status"] == "ok" for r in recs.values()) == 6
+    from perfsweep.config import load_config_file
+
+    faults = load_config_file(cfg).study("faults")
+    assert all(Path(p).exists() for p in faults.outputs(str(results)) + faults.report_outputs(str(results)))
+    pages = _report_pages(results / "report.html")
+    assert any("no license 1" in p and "no license 2" in p for p in pages)  # the failed study's page
+    assert any("faults: measurements" in p for p in pages)  # the healthy study's pages
+    assert leftover_processes(state) == []
+
+
+def test_a_full_results_filesystem_is_named_and_a_rerun_after_freeing_space_completes(tmp_path):
+    """results/ on a filesystem that is full: a real one, of 2 MiB (tmpfs), mounted in a private user
+    and mount namespace (``unshare -rm``): no privilege, no change to the machine, gone with the test's
+    processes. Full from the start, `perfsweep run` refuses in one line naming the OS error; filled during
+    the sweep (fault_app n=31 fills it, as another program's output would), its last line names it and
+    what to do; after the space is freed the same command completes, and no finished record changed."""
+    if shutil.which("unshare") is None or subprocess.run(["unshare", "-rm", "true"]).returncode != 0:
+        pytest.skip("no unshare, or user namespaces are not allowed here")
+    fs = tmp_path / "fs"
+    fs.mkdir()
+    results, state, cfg = fs / "results", fs / "state", tmp_path / "c.yaml"
+    write_config(cfg, results, state, ns=[1, 2, 31, 4], k=2)
+    run = " ".join(run_command(cfg))
+    script = f"""
+        mount -t tmpfs -o size=2m tmpfs {fs} || exit 97
+        mkdir {state}
+        dd if=/dev/zero of={state}/full bs=64k 2>/dev/null
+        {run} > full.out 2> full.err; echo $? > full.rc
+        rm {state}/full
+        {run} > fill.out 2> fill.err; echo $? > fill.rc
+        cp -a {results} filled
+        rm {state}/filler
+        {run} > again.out 2> again.err; echo $? > again.rc
+        cp -a {results} freed
+    """
+    proc = subprocess.run(["unshare", "-rm", "sh", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    out = {name: ((tmp_path / f"{name}.rc").read_text().strip(), (tmp_path / f"{name}.err").read_text())
+           for name in ("full", "fill", "again")}
+    assert out["full"][0] == "2" and out["full"][1].strip().splitlines() == [
+        f"perfsweep: {cfg}: results: '{results}' cannot be written (No space left on device in {fs}); free space "
+        "there and run the same command again"]
+    assert out["fill"][0] == "1" and out["fill"][1].strip().splitlines()[-1] == (
+        f"perfsweep: {results}: No space left on device: the runs could not write their records and logs (the "
+        "finished ones are kept); free space there and run the same command again"), out["fill"][1][-3000:]
+    assert out["again"][0] == "0", out["again"][1][-3000:]
+    before = {p.relative_to(tmp_path / "filled"): p.read_bytes() for p in (tmp_path / "filled" / "runs").rglob("rep*.json")}
+    after = {p.relative_to(tmp_path / "freed"): p for p in (tmp_path / "freed" / "runs").rglob("rep*.json")}
+    assert 0 < len(before) < 8 and len(after) == 8
+    assert all(after[p].read_bytes() == b for p, b in before.items())  # nothing finished was lost or changed
+    assert all(check_record(p)["status"] == "ok" for p in after.values())
+    assert not list((tmp_path / "freed").rglob("*.tmp"))

@@ -84,6 +84,7 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
         p = rec["parameters"]["p"]
         assert rec["status"] == "ok"
         assert rec["slurm"]["job_id"].isdigit() and rec["slurm"]["nodelist"]
+        assert rec["slurm"]["partition"] == "debug"  # the plugin clears it: from scontrol show job
         assert rec["launch"]["command"][:4] == ["srun", "--mpi=pmi2", "-n", str(p)]  # the default launcher
         assert len(rec["ranks"]) == p
         # one CPU per node: a 2-rank run spans both nodes, one rank on each
@@ -144,7 +145,8 @@ def debian_mpi4py_on_open_mpi():
 
 
 def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
-    """Open MPI's mpirun reads the allocation and starts one rank per node. The project's mpi4py is
+    """Open MPI's mpirun reads the allocation and starts one rank per node, unbound (the local cluster's
+    TaskProlog: its nodes share one host, and mpirun would bind each node's rank to core 0). The project's mpi4py is
     built on MPICH's wheel, so the app here is the same ljmd run by Debian's Python with Debian's
     mpi4py, which is built on Debian's Open MPI (.ci/run installs openmpi-bin, python3-mpi4py,
     python3-numpy); the config's setup puts perfsweep's source on its path."""
@@ -163,6 +165,8 @@ def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
         assert rec["launch"]["command"][4:7] == ["mpirun", "-n", str(rec["parameters"]["p"])]
         assert "-launcher" not in rec["launch"]["command"]
         assert rec["mpi"]["library"] == "Open MPI"
+        if rec["parameters"]["p"] == 2:  # not both bound to core 0 of their node (one host): 2 cores
+            assert set().union(*(r["cpus"] for r in rec["ranks"])) == {0, 1}, rec["ranks"]
 
 
 def test_more_ranks_than_the_cluster_has_cpus_fail_instead_of_hanging(cluster, tmp_path):

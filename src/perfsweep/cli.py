@@ -24,6 +24,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from perfsweep.config import REPO_ROOT, load_config_file
@@ -114,6 +115,9 @@ def _run(args: argparse.Namespace) -> int:
     where = next((d for d in (Path(sweep.results), *Path(sweep.results).absolute().parents) if d.exists()), Path("."))
     if not os.access(where, os.W_OK):  # (a read-only mount, another user's results)
         raise UserError(f"{args.config}: results: {sweep.results!r} cannot be written ({where} is read-only for you)")
+    if why := _cannot_write(where):  # (a full filesystem, a quota)
+        raise UserError(f"{args.config}: results: {sweep.results!r} cannot be written ({why} in {where}); "
+                        "free space there and run the same command again")
     snakefile = workflow_dir(args.workflow) / "Snakefile"
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]
@@ -125,12 +129,15 @@ def _run(args: argparse.Namespace) -> int:
     # Snakemake start less, each costs a DAG and the recovery scan (bench/postprocessing.py)
     after_run = [] if args.no_report or dry else ["--report", report, "--report-after-run"]
 
-    def snakemake(targets: list[str]) -> int:
+    def snakemake(targets: list[str], with_report: bool = False) -> int:
         # after "--": a user's option that takes several values (-q) must not swallow them, and they join
         # the user's own targets
-        full = [*cmd, "--", *targets] if targets else [*cmd, *after_run]
+        full = [*cmd, *(after_run if with_report or not targets else []), *(["--", *targets] if targets else [])]
         print("+ " + " ".join(full), flush=True)
+        started = time.time()
         rc = _wait(subprocess.Popen(full))
+        if rc > 0 and _interrupted(started):  # SIGINT to Snakemake alone: it stopped its jobs, as on Ctrl-C
+            raise KeyboardInterrupt
         if rc < 0:  # Snakemake itself was killed (SIGKILL, the OOM killer): exit as a shell reports it
             print(f"perfsweep: Snakemake was stopped by signal {-rc}; finished runs are kept, run the same "
                   "command again to measure the rest", file=sys.stderr, flush=True)
@@ -139,17 +146,100 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
-    from perfsweep.recovery import workdir_busy
+    from perfsweep.recovery import acquire_run_lock, workdir_busy
     from perfsweep.rounds import run_rounds
 
-    if workdir_busy():
+    if not acquire_run_lock() or workdir_busy():
         raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
                         "(Ctrl-C); Snakemake's --unlock would let both write the same records")
 
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
+    elif rc == 1 and (why := _cannot_write(Path(sweep.results) if Path(sweep.results).is_dir() else where)):
+        # the runs' records and logs had no room: say why
+        print(f"perfsweep: {sweep.results}: {why}: the runs could not write their records and logs (the finished "
+              "ones are kept); free space there and run the same command again", file=sys.stderr)
+    elif rc == 1 and not args.stop_on_error:  # a job failed; with --keep-going the rest was made
+        _report_despite_failures(snakemake if after_run else None, sweep, report)
     return rc
+
+
+def _cannot_write(where: Path, size: int = 1 << 16) -> str | None:
+    """The OS error that keeps files from being written in the directory ``where`` (a full filesystem:
+    "No space left on device", a quota), or None: a probe of ``size`` bytes is written, synced and
+    removed."""
+    import tempfile
+
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".perfsweep-space.", dir=where)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(size))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        os.unlink(probe)
+    return None
+
+
+def _report_despite_failures(snakemake, sweep, report: str) -> None:
+    """After a sweep in which a study did not get through (every run failed, a step failed): the report
+    of the studies that did, with a page per failed study listing its runs, their status and error
+    (``snakemake(targets, with_report=True)``; None: no report wanted), then one line per failed study:
+    what failed, why, what to do. These are the last lines a user sees, after Snakemake's."""
+    results = sweep.results
+    made = {s.name: all(Path(p).exists() for p in s.outputs(results) + s.report_outputs(results))
+            for s in sweep.studies}
+    failed = [s for s in sweep.studies if not made[s.name]]
+    if not failed:
+        return  # every study got through: what failed was of all studies (the models summary)
+    tables = {s.name: f"{results}/tables/{s.name}/runs.csv" for s in failed
+              if Path(f"{results}/tables/{s.name}/runs.csv").exists()}
+    targets = [p for s in sweep.studies if made[s.name] for p in s.outputs(results) + s.report_outputs(results)]
+    pages = {name: f"{results}/report/{name}/failures.html" for name in tables}
+    written = bool(snakemake and targets) and snakemake([*targets, *pages.values()], with_report=True) == 0
+    for s in failed:
+        table = (pages if written else tables).get(s.name)
+        where = f"its runs and their errors: {table}" if table else f"see {results}/logs/"
+        print(f"perfsweep: study {s.name} failed: {_why_failed(s, results)}; {where}; fix it and run the same "
+              "command again", file=sys.stderr)
+    if written:
+        print(f"perfsweep: report of the other studies written to {report}"
+              + (f" (with the failed studies' runs: {', '.join(pages)})" if pages else ""), file=sys.stderr)
+
+
+def _why_failed(study, results: str) -> str:
+    """Why a study's outputs were not made: no successful run (with the first run's error), or the first
+    output missing."""
+    import pandas as pd
+
+    from perfsweep.tables import no_successful_run
+
+    try:
+        runs = pd.read_csv(f"{results}/tables/{study.name}/runs.csv")
+    except (OSError, ValueError):
+        runs = None
+    if runs is not None and len(runs) and not (runs["status"] == "ok").any():
+        return no_successful_run(runs)
+    missing = next(p for p in study.outputs(results) + study.report_outputs(results) if not Path(p).exists())
+    return f"{missing} was not made (a step failed: its log is under {results}/logs/)"
+
+
+def _interrupted(since: float, state_dir: str = ".snakemake") -> bool:
+    """Whether the Snakemake that ended here since ``since`` stopped because it got SIGINT: its log says
+    so (it exits 1, as after a failed job)."""
+    for log in Path(state_dir, "log").glob("*.snakemake.log"):
+        try:
+            if log.stat().st_mtime >= since and "Terminating processes on user request" in log.read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 class Terminated(Exception):
@@ -194,17 +284,9 @@ def _interrupt_all(proc: subprocess.Popen) -> None:
     Ctrl-C in its terminal would send it, without the processes beside perfsweep in its group."""
     import signal
 
-    found, todo = [], [proc.pid]
-    while todo:
-        pid = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{pid}/task")
-            children = [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
-        except (OSError, ValueError):  # it ended, or no /proc: Snakemake alone, which still stops
-            children = []
-        found += children
-        todo += children
-    for pid in [proc.pid, *found]:
+    from perfsweep.runner import descendants
+
+    for pid in [proc.pid, *descendants(proc.pid)]:  # (no /proc: Snakemake alone, which still stops)
         try:
             os.kill(pid, signal.SIGINT)
         except OSError:
@@ -343,17 +425,21 @@ def _register_modeling(sub) -> None:
 
 def _check_records(args: argparse.Namespace) -> int:
     """Check run records (files, or directories searched for rep<k>.json) against their paths."""
-    from perfsweep.records import ARCHIVED_STATUSES, STATUSES, DamagedRecord, check_record, is_archived, path_fields
+    from perfsweep.records import (ARCHIVED_STATUSES, LEFTOVER, STATUSES, DamagedRecord, check_record, is_archived,
+                                   leftover_temps, path_fields)
 
     paths: list[Path] = []
+    damaged = 0
     for item in map(Path, args.paths):
         if item.is_dir():
             paths += sorted(item.rglob("rep*.json"))
+            for tmp in leftover_temps(item):
+                print(f"perfsweep: {tmp}: {LEFTOVER} (the next perfsweep run sets it aside)", file=sys.stderr)
+                damaged += 1
         elif item.exists():
             paths.append(item)
         else:
             raise UserError(f"{item}: no such file or directory")
-    damaged = 0
     for path in paths:
         try:
             check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if is_archived(path) else STATUSES)

@@ -209,6 +209,15 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
     return rec
 
 
+def leftover_temps(root: str | os.PathLike[str]) -> list[Path]:
+    """Temporary files of atomic writes of run records under ``root`` (``.rep<k>.json.<random>.tmp``, also
+    of the archive's copies) that a crash left between their creation and their rename: never a record."""
+    return sorted(p for p in Path(root).rglob(".rep*.json.*.tmp") if p.is_file())
+
+
+LEFTOVER = "a temporary file of a record's write that a crash cut short, not a record"
+
+
 def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], stamp: str,
               folder: str = "quarantine") -> Path:
     """Move a file under ``<results>/<folder>/<stamp>/`` (same relative path); never deletes. Damaged

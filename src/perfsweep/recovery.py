@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfsweep.records import OTHER_LAUNCH, DamagedRecord, check_record, set_aside
+from perfsweep.records import LEFTOVER, OTHER_LAUNCH, DamagedRecord, check_record, leftover_temps, set_aside
 
 _HELD: list[int] = []  # file descriptors of locks held for the life of this process
 
@@ -72,6 +72,21 @@ def acquire_workdir_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bo
         return False
     _HELD.append(fd)
     return True
+
+
+def acquire_run_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
+    """True if no other ``perfsweep run`` is alive in this directory; the lock
+    (``.snakemake/perfsweep-run.lock``) is then held until this process ends. Its Snakemake takes
+    perfsweep.lock only once it parses the workflow, a second or more after the start: a start in that
+    gap would pass :func:`workdir_busy` and meet Snakemake's own lock (which advises --unlock)."""
+    fd = hold_lock(Path(state_dir) / "perfsweep-run.lock", wait=False)
+    if fd is None:
+        return False
+    _RUN_HELD.append(fd)
+    return True
+
+
+_RUN_HELD: list[int] = []
 
 
 def workdir_busy(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
@@ -194,6 +209,26 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
     return lines
 
 
+def set_aside_leftovers(results: str | os.PathLike[str], dry_run: bool = False, log=print) -> list[str]:
+    """Move the temporary files of record writes that a crash cut short (records.leftover_temps, under
+    ``runs/`` and ``archive/``) under ``<results>/quarantine/<time>/``, one line each; not those of a run
+    whose runner is still writing (it holds the record's lock). Returns the lines."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    lines = []
+    for folder in ("runs", "archive"):
+        for tmp in leftover_temps(Path(results) / folder):
+            rep = tmp.name[1:].split(".", 1)[0]  # rep<k>
+            rel = tmp.parent.relative_to(Path(results) / folder)
+            fd = hold_lock(record_lock_path(Path(results) / "runs" / rel / f"{rep}.json"), wait=False)
+            if fd is None:
+                continue  # its runner is writing it now
+            release_lock(fd)
+            where = "would be set aside" if dry_run else f"moved to {set_aside(tmp, results, stamp)}"
+            lines.append(f"perfsweep: {tmp}: {LEFTOVER}; {where}")
+            log(lines[-1])
+    return lines
+
+
 def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str | os.PathLike[str],
                    dry_run: bool = False, log=print) -> list[str]:
     """With ``bundle: repetitions`` only a configuration's manifest (``<results>/bundles/<study>/<config>.txt``)
@@ -231,6 +266,7 @@ def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir:
         return  # another Snakemake of this workflow is alive here: its state is not stale
     if not dry_run:
         clear_stale_state(state_dir, results, log=log)
+    set_aside_leftovers(results, dry_run=dry_run, log=log)
     repair_records(expected, results, dry_run=dry_run, log=log, launched=launched)
     if bundles:
         reopen_bundles(expected, results, dry_run=dry_run, log=log)

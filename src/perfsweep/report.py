@@ -92,6 +92,7 @@ TABLE_HEADINGS = {
     "overhead_fits": "Höfinger overhead model per group (seed 003)",
     "pop_metrics": "POP efficiency metrics (seed 004)",
     "models_summary": "Run-time models of all studies (cf. seed 001, Tables 2-3)",
+    "runs": "Every run, its status and error",
 }
 
 

@@ -192,10 +192,11 @@ def slurm_info() -> dict[str, str] | None:
     if "SLURM_JOB_ID" not in os.environ:
         return None
     env = dict(os.environ)
-    if "SLURM_JOB_NODELIST" not in env:  # cleared by the plugin's job step: ask the controller
-        from perfsweep.cluster.launch import allocation_env
+    if "SLURM_JOB_NODELIST" not in env or "SLURM_JOB_PARTITION" not in env:  # cleared by the plugin's job
+        from perfsweep.cluster.launch import allocation_env                   # step: ask the controller
 
-        env.update(allocation_env(env["SLURM_JOB_ID"]))
+        for key, value in allocation_env(env["SLURM_JOB_ID"]).items():
+            env.setdefault(key, value)
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
             "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
             "tasks_per_node": "SLURM_TASKS_PER_NODE"}
@@ -208,7 +209,9 @@ def _now() -> str:
 
 def _run_process(command: list[str], timeout: float,
                  env: dict[str, str] | None = None) -> tuple[int | None, str, str, float]:
-    """Run in its own process group; on timeout kill the whole group. Returns (rc|None, out, err, wall)."""
+    """Run in its own process group; on timeout kill the whole process tree: the group and every
+    descendant, also those that left the group (setsid, a daemon: under :func:`become_subreaper` they
+    stay this process's descendants). Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
     # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
@@ -217,19 +220,75 @@ def _run_process(command: list[str], timeout: float,
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_tree(proc)
         out, err = proc.communicate()
+        _reap_descendants()
         return None, _decode(out), _decode(err), time.perf_counter() - t0
     except BaseException:
         # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        _kill_tree(proc)
         raise
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER): a
+    helper an app started in its own session (setsid) or daemonized (its parent exited) stays under the
+    runner instead of init, so that a timeout's kill finds it. Elsewhere nothing changes."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (Linux: /proc/PID/task/TID/children), children before their own."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+            children = [int(c) for t in tasks for c in Path(f"/proc/{parent}/task/{t}/children").read_text().split()]
+        except (OSError, ValueError):  # it ended, or no /proc
+            children = []
+        found += children
+        todo += children
+    return found
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL to the app's process group and to every descendant of this process."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for pid in descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _reap_descendants(wait: float = 5.0) -> None:
+    """After the app itself was reaped: kill and reap what is left under this process (orphans that
+    came to it as their killed parents exited), until nothing is, or ``wait`` seconds passed."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            for late in descendants(os.getpid()):
+                try:
+                    os.kill(late, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.01)
 
 
 def _decode(data: bytes | None) -> str:
@@ -404,6 +463,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):  # first: a signal from here on leaves a killed record
         signal.signal(sig, _raise_interrupted)
+    become_subreaper()
     ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
     ap.add_argument("--spec", required=True, action="append", help="RunSpec as JSON (RunSpec.to_json)")
     ap.add_argument("--timeout", required=True, type=float, help="seconds: a run past it is killed")

@@ -132,6 +132,13 @@ def oversubscribed(runs: pd.DataFrame, processes: str = PROCESS_COUNT) -> dict[s
     return {str(k): bool(v) for k, v in over.groupby(runs["config_id"]).any().items()}
 
 
+def no_successful_run(runs: pd.DataFrame) -> str:
+    """What a runs table in which no run succeeded says: how many failed, and the first one's error."""
+    errors = runs["error"].dropna().astype(str) if "error" in runs else pd.Series(dtype=str)
+    example = f"; e.g. {runs['run_id'].iloc[0]}: {errors.iloc[0]}" if len(errors) else ""
+    return f"no successful run ({len(runs)} of {len(runs)} failed{example})"
+
+
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
               variability: pd.DataFrame, policy: str, records: str | None = None,
               processes: str = PROCESS_COUNT) -> pd.DataFrame:
@@ -148,10 +155,7 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     """
     if runs.empty or not (runs["status"] == "ok").any():
         study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"
-        errors = runs["error"].dropna().astype(str) if "error" in runs else pd.Series(dtype=str)
-        example = f"; e.g. {runs['run_id'].iloc[0]}: {errors.iloc[0]}" if len(errors) else ""
-        raise NoSuccessfulRun(f"study {study}: no successful run ({len(runs)} of {len(runs)} failed{example});"
-                              f" nothing to aggregate, see {records + '/' if records else 'its run records'} and the "
+        raise NoSuccessfulRun(f"study {study}: {no_successful_run(runs)}; nothing to aggregate, see {records + '/' if records else 'its run records'} and the "
                               "failure records")
     flagged = dict(zip(variability["config_id"], variability["flagged"]))
     n_runs = dict(zip(variability["config_id"], variability["n_runs"]))

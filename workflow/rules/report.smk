@@ -10,6 +10,7 @@
 # their rules. What `all` asks of this file: get_all_report_outputs in common.smk.
 
 localrules:
+    failures_page,
     model_sheet,
     model_figures,
     report_pages,
@@ -114,5 +115,24 @@ rule report_pages_summary:
         ENV
     log:
         f"{R}/logs/report_pages/models_summary.log",
+    script:
+        "../../scripts/report_pages.py"
+
+
+# A study that did not get through (every run failed, a step failed) has no tables or models; `perfsweep
+# run` then writes the report of the other studies with this page for it: its runs, their status and
+# error (not a target of `all`).
+rule failures_page:
+    input:
+        runs=rules.collect.output.runs,
+    output:
+        failures=report(f"{R}/report/{{study}}/failures.html", caption="../report/failures_table.rst",
+                        category="{study}", subcategory="failures"),
+    params:
+        pages={"failures": ["runs"]},
+    conda:
+        ENV
+    log:
+        f"{R}/logs/report_pages/{{study}}_failures.log",
     script:
         "../../scripts/report_pages.py"

@@ -109,6 +109,8 @@ class RankTimer:
         row: dict[str, Any] = {"rank": rank, "host": socket.gethostname(), "pid": os.getpid()}
         # the SLURM node this rank runs on (several nodes may share one host, see perfsweep.cluster)
         row["node"] = os.environ.get("SLURMD_NODENAME") or row["host"]
+        if hasattr(os, "sched_getaffinity"):  # the CPUs it may run on (bound to one core: one)
+            row["cpus"] = sorted(os.sched_getaffinity(0))
         row.update({k: self.phases[k] for k in PHASES})
         row["other"] = max(0.0, total - sum(self.phases.values()))
         row["total"] = total

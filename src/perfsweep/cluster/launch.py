@@ -151,11 +151,12 @@ def _count_ids(text: str) -> int:
 
 
 def parse_job(text: str) -> dict[str, Any]:
-    """Node list, nodes and CPUs per node group from ``scontrol show job -d -o JOBID``."""
+    """Node list, nodes, CPUs per node group and partition from ``scontrol show job -d -o JOBID``."""
     cpus_per_task = int(re.search(r"\bCPUs/Task=(\d+)", text).group(1))
     groups = [(m.group(1), _count_ids(m.group(2)))
               for m in re.finditer(r"\bNodes=(\S+) CPU_IDs=([\d,-]+)", text)]
-    return {"nodelist": re.search(r"\bNodeList=(\S+)", text).group(1),
+    partition = re.search(r"\bPartition=(\S+)", text)
+    return {"nodelist": re.search(r"\bNodeList=(\S+)", text).group(1), "partition": partition and partition.group(1),
             "num_nodes": int(re.search(r"\bNumNodes=(\d+)", text).group(1)),
             "num_tasks": int(re.search(r"\bNumTasks=(\d+)", text).group(1)),
             "cpus_per_task": cpus_per_task, "groups": groups}
@@ -192,6 +193,8 @@ def allocation_env(job_id: str) -> dict[str, str]:
            "SLURM_JOB_NUM_NODES": str(job["num_nodes"]), "SLURM_NNODES": str(job["num_nodes"]),
            "SLURM_NTASKS": str(job["num_tasks"]), "SLURM_NPROCS": str(job["num_tasks"]),
            "SLURM_CPUS_PER_TASK": str(job["cpus_per_task"])}
+    if job["partition"]:
+        env["SLURM_JOB_PARTITION"] = job["partition"]
     if per_node:
         env["SLURM_TASKS_PER_NODE"] = ",".join(per_node)
         env["SLURM_JOB_CPUS_PER_NODE"] = ",".join(cpus)

@@ -49,6 +49,7 @@ def load_entry(path: str | os.PathLike[str], region: str = "all", metric: str = 
                 model = Model.from_dict(e["model"])
                 model.processes = model.processes or e.get("processes")
                 model.fixed = dict(e.get("fixed") or {})
+                _check_model(model, f"{path}: region {region!r}, metric {metric!r}: model")
                 return model, e
         have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
     except IsADirectoryError:
@@ -65,6 +66,46 @@ def load_entry(path: str | os.PathLike[str], region: str = "all", metric: str = 
                            f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
     why = "" if entries else "; the study has no models: models.csv beside it says why"
     raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have}{why})")
+
+
+def _check_model(model: Model, where: str) -> None:
+    """A loaded model whose fields contradict each other (a damaged or hand-edited models.json): one
+    PredictError naming the field and its value, before any evaluation fails on it."""
+    names = model.param_names
+    if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        raise PredictError(f"{where}.param_names: {names!r} is not a list of distinct parameter names")
+    others = [*((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
+              *((f".alternatives[{a}]", alt) for a, alt in enumerate(model.alternatives))]
+    for label, m in [("", model), *others]:
+        for t, term in enumerate(m.terms):
+            for f, factor in enumerate(term.factors):
+                field = f"{where}{label}.terms[{t}][{f}]"
+                if not 0 <= factor.param < len(names):
+                    raise PredictError(f"{field}: parameter index {factor.param} is out of range (the model has "
+                                       f"{len(names)} parameter(s): {', '.join(names)})")
+                if factor.j < 0:
+                    raise PredictError(f"{field}: log exponent {factor.j} is negative")
+        if m.coefficients.ndim != 1 or len(m.coefficients) != len(m.terms) + 1:
+            raise PredictError(f"{where}{label}.coefficients: {len(m.coefficients.ravel())} value(s) for "
+                               f"{len(m.terms)} term(s) (give the constant and one per term)")
+        if not np.all(np.isfinite(m.coefficients)):
+            raise PredictError(f"{where}{label}.coefficients: {m.coefficients.tolist()} has a value that is "
+                               "not a finite number")
+    weights = np.asarray(model.alternative_weights, dtype=float)
+    if model.alternative_weights and (len(weights) != len(model.alternatives) or not np.all(np.isfinite(weights))
+                                      or np.any(weights < 0)):
+        raise PredictError(f"{where}.alternative_weights: {model.alternative_weights!r} is not one weight >= 0 per "
+                           f"alternative ({len(model.alternatives)})")
+    if not (np.isnan(model.scatter) or model.scatter >= 0):
+        raise PredictError(f"{where}.scatter: {model.scatter!r} is not a spread >= 0")
+    if model.processes is not None and model.processes not in names:
+        raise PredictError(f"{where}.processes: {model.processes!r} is not one of its parameters ({', '.join(names)})")
+    if model.points.size and (model.points.ndim != 2 or model.points.shape[1] != len(names)):
+        raise PredictError(f"{where}.points: not one value per parameter ({', '.join(names)}) per point")
+    bad = {k: v for k, v in model.fixed.items() if not isinstance(v, (int, float)) or isinstance(v, bool)}
+    if bad:
+        k = next(iter(bad))
+        raise PredictError(f"{where.removesuffix(': model')}: fixed.{k}: {bad[k]!r} is not a number")
 
 
 def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:

@@ -90,10 +90,11 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
         # one CPU per node: a 2-rank run spans both nodes, one rank on each
         assert rec["nodes"] == (["n1", "n2"] if p == 2 else [rec["slurm"]["nodelist"]])
         assert sum(rec["ranks_per_node"].values()) == p and max(rec["ranks_per_node"].values()) == 1
+        assert rec["cores"] == p  # the allocation's CPUs (one per task), not the host's: never oversubscribed
     assert len({r["slurm"]["job_id"] for r in recs.values()}) == 16  # one allocation per run
     for study in ("np", "mp"):
         med = pd.read_csv(tmp_path / "results" / "tables" / study / "medians.csv")
-        assert len(med) == 4 and (med["n_ok"] == 2).all()
+        assert len(med) == 4 and (med["n_ok"] == 2).all() and not med["oversubscribed"].any()
     again = snakemake_slurm(cfg, tmp_path, *targets)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     # sane next to a local run of the same configurations (same machine, same run; a loose bound)

@@ -84,10 +84,11 @@ def test_validation_points_are_planned_measured_never_fitted_and_reported(tmp_pa
 
     pred = subprocess.run([str(PERFSWEEP), "predict", str(results / "models" / "nm" / "models.json"), "n=10", "m=1"],
                           capture_output=True, text=True, check=True).stdout.splitlines()
-    assert pred[2].startswith(f"# validation n = 6, m = 2: time measured {measured:.4g} s, predicted "
-                              f"{val['predicted']:.4g} s [")
-    assert f"] (90 %): {'covered' if val['covered'] else 'not covered'}, error " in pred[2]
-    assert pred[3].startswith("n = 10, m = 1: t = ")
+    checks = [line for line in pred if line.startswith("# validation")]  # after the model's form and notes
+    assert len(checks) == 1 and checks[0].startswith(f"# validation n = 6, m = 2: time measured {measured:.4g} s, "
+                                                     f"predicted {val['predicted']:.4g} s [")
+    assert f"] (90 %): {'covered' if val['covered'] else 'not covered'}, error " in checks[0]
+    assert pred[pred.index(checks[0]) + 1].startswith("n = 10, m = 1: t = ")
 
 
 def test_adding_a_validation_point_measures_only_it(tmp_path):

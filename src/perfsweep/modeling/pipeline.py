@@ -5,10 +5,12 @@
 
 Every repetition is fitted (the aggregate's ``values`` column; older aggregates without it: the
 medians), so that the selection sees the noise the repetitions show. The repetitions are resampled
-``bootstrap`` times and every resample modelled anew: the models table gives the share of resamples
-that select the same lead terms (``lead_share``), the most frequent other lead (``runner_up``,
-``runner_up_share``: where the two are close the data do not determine the form), and predictions
-come with a 90 % interval (``low``, ``high``).
+``bootstrap`` times and every resample modelled anew; the reported model is one the resamples agree
+with (modeling.consensus). The models table gives the share of the resamples whose model agrees with
+its lead order (``lead_share``), the most frequent other lead (``runner_up``, ``runner_up_share``),
+``notes`` on what a reader must know (a form fewer than half of the resamples agree with, a negative
+constant, a fit worse than the mean, oversubscribed process counts, an assumed form in p: model_flags),
+and predictions come with the 90 % interval of a new measurement (``low``, ``high``).
 
 A sparse or adaptive design measures only a few points off its lines, and only those points tell a
 product a*b from a*b + a. Its models are therefore searched with one lower-order term beside a product

@@ -61,7 +61,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from perfsweep.modeling.consensus import consensus
-from perfsweep.modeling.model import Model, fill_statistics
+from perfsweep.modeling.model import Model, fill_statistics, statistics
 from perfsweep.modeling.structures import Structure, structures
 from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
@@ -913,6 +913,10 @@ class _Fit:
         _, cols, used = self.columns(en)
         g, b = self.moments(en, cols, used)
         _, rss, _ = _solve(g, b, self.ywy[en.row], False)
+        return self.within_noise(en, rss, used)
+
+    def within_noise(self, en: "_Entries", rss: np.ndarray, used: np.ndarray) -> np.ndarray:
+        """:meth:`fits_noise` of entries whose weighted RSS (E,) and used columns (E, K) are known."""
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
         out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
@@ -922,31 +926,44 @@ class _Fit:
         """Coefficients and statistics of the chosen models (exact residuals, leave-one-out)."""
         _, a, used = self.columns(en)  # (M, K, N)
         g, b = self.moments(en, a, used)
-        beta, _, _ = _solve(g, b, self.ywy[en.row], np.zeros_like(used))
+        beta, rss_w, _ = _solve(g, b, self.ywy[en.row], np.zeros_like(used))
         y, w = self.y[en.row], self.w[en.row]
         pred = np.einsum("mk,mkn->mn", beta, a)
         ginv = np.linalg.pinv(g)  # leave-one-out residuals from the hat matrix diagonal
         h = np.einsum("mkn,mkl,mln->mn", a * w[:, None, :], ginv, a)
         loo = (y - pred) / np.clip(1.0 - h, 1e-9, None)
         cv = np.mean(loo * loo * w, axis=1) if self.opts.weighting == "relative" else np.mean(loo * loo, axis=1)
-        for i, r in enumerate(en.row):
-            slots = [(int(t), int(k), int(p)) for t, k, p in zip(en.term[i], en.param[i], en.sel[i]) if t >= 0]
-            nterms = max((t for t, _, _ in slots), default=-1) + 1
-            terms = [Term(tuple(sorted(Factor(k, *self.pairs[k][p]) for tt, k, p in slots if tt == t)))
-                     for t in range(nterms)]
-            coef = beta[i, : nterms + 1]
-            # terms (the constant too) that change no prediction by more than the fitting floor are
-            # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
-            size = np.abs(y[i]) if self.opts.weighting == "relative" else np.max(np.abs(y[i]))  # as weighted
-            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]) / size, axis=1) > _FLOOR
-            keep[0] |= not keep[1:].any()
-            coef = np.where(keep, coef, 0.0)
-            terms = [t for t, k in zip(terms, keep[1:]) if k]
-            coef = np.r_[coef[0], coef[1:][keep[1:]]]
-            model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
-            fill_statistics(model, y[i], model.predict(self.x))
-            out[r] = model
-        self.plausible(en, out)
+        # terms (the constant too) that change no prediction by more than the fitting floor are
+        # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
+        size = np.abs(y) if self.opts.weighting == "relative" else np.max(np.abs(y), axis=1, keepdims=True)  # as weighted
+        keep = np.max(np.abs(beta[:, :, None] * a) / size[:, None, :], axis=2) > _FLOOR
+        keep &= np.arange(a.shape[1]) <= en.term.max(axis=1, initial=-1)[:, None] + 1
+        keep[:, 0] |= ~keep[:, 1:].any(axis=1)
+        coef = np.where(keep, beta, 0.0)
+        # the statistics of all models at once, from their predictions as Model.predict computes them
+        # (the constant, then each term's coefficient times its factors' product in parameter order)
+        fitted = np.repeat(coef[:, :1], self.n, axis=1)
+        for t in range(a.shape[1] - 1):
+            values = np.ones((len(en.row), self.n))
+            for k in range(self.q):
+                e, slot = np.nonzero((en.term == t) & (en.param == k))
+                values[e] *= self.values[k][en.sel[e, slot]]
+            fitted += coef[:, t + 1, None] * values
+        rss, r2, adj_r2, smape = statistics(y, fitted, keep[:, 1:].sum(axis=1))
+        columns = keep.copy()
+        columns[:, 0] = True
+        factors = [[Factor(k, *pair) for pair in self.pairs[k]] for k in range(self.q)]
+        term, param, sel, kept = en.term.tolist(), en.param.tolist(), en.sel.tolist(), keep.tolist()
+        for i, r in enumerate(en.row.tolist()):
+            parts: dict[int, list[tuple[int, int]]] = {}
+            for t, k, p in zip(term[i], param[i], sel[i]):
+                if t >= 0 and kept[i][t + 1]:
+                    parts.setdefault(t, []).append((k, p))
+            # a term's parameters are distinct: in parameter order its factors are sorted
+            terms = [Term(tuple(factors[k][p] for k, p in sorted(parts[t]))) for t in sorted(parts)]
+            out[r] = Model(self.names, terms, coef[i, columns[i]], points=self.x, values=self.y[r], cv_score=float(cv[i]),
+                           rss=float(rss[i]), r2=float(r2[i]), adj_r2=float(adj_r2[i]), smape=float(smape[i]))
+        self.plausible(en, out, self.within_noise(en, rss_w, used), adj_r2)
         self.resolve_exact(out)
 
     def resolve_exact(self, out: list) -> None:
@@ -999,17 +1016,29 @@ class _Fit:
     def single_parameter_terms(self) -> list[Term]:
         return [Term((Factor(k, *pair),)) for k in range(self.q) for pair in self.pairs[k]]
 
-    def single_terms(self) -> tuple[np.ndarray, list[tuple[Factor, ...]]]:
+    def single_terms(self) -> tuple[np.ndarray, list[tuple[int, ...]]]:
         """Every term of one or two factors (a pair of one parameter, or the product of pairs of two):
-        their values (T, N) and factors."""
-        values, factors = [], []
+        their values (T, N) and the parameters of each block of them (one parameter: its pairs; two:
+        every product of their pairs, the second parameter's pair varying fastest); :meth:`single_term`
+        gives a term's factors."""
+        values, blocks = [], []
         for k in range(self.q):
             values.append(self.values[k])
-            factors += [(Factor(k, *pair),) for pair in self.pairs[k]]
+            blocks.append((k,))
         for k, l in itertools.combinations(range(self.q), 2):
             values.append((self.values[k][:, None, :] * self.values[l][None, :, :]).reshape(-1, self.n))
-            factors += [(Factor(k, *a), Factor(l, *b)) for a in self.pairs[k] for b in self.pairs[l]]
-        return np.concatenate(values), factors
+            blocks.append((k, l))
+        return np.concatenate(values), blocks
+
+    def single_term(self, index: int, blocks: list[tuple[int, ...]]) -> Term:
+        """Term ``index`` of :meth:`single_terms` (built only for the terms that are used)."""
+        for params in blocks:
+            shape = [len(self.pairs[k]) for k in params]
+            if index < np.prod(shape):
+                picks = np.unravel_index(index, shape)
+                return Term(tuple(sorted(Factor(k, *self.pairs[k][int(p)]) for k, p in zip(params, picks))))
+            index -= int(np.prod(shape))
+        raise IndexError(index)
 
     def best_product_of_three(self, yc: np.ndarray, syy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """R^2 of the best c0 + c1 a b c (one pair of each of the 3 parameters, c1 > 0 if positive)
@@ -1040,16 +1069,16 @@ class _Fit:
         best = np.argmax(r2, axis=1)
         return r2[np.arange(e), best], np.column_stack(np.unravel_index(best, (len(a), len(b), len(c))))
 
-    def plausible(self, en: "_Entries", out: list) -> None:
+    def plausible(self, en: "_Entries", out: list, fits: np.ndarray, adj_model: np.ndarray) -> None:
         """Where a chosen model neither fits within the noise the repetitions show nor explains as
         much of the variance (adjusted R^2) as the best model with a single term (of one or two
         factors; with 3 parameters also of three), least squares, coefficient positive, that model
         replaces it: relative weights can otherwise prefer a constant under data that rise from 478 to
-        6448 with large scatter."""
+        6448 with large scatter. ``fits``: :meth:`fits_noise` of the entries, ``adj_model``: their
+        models' adjusted R^2 (E,)."""
         if self.n <= 3:
             return
-        fits = self.fits_noise(en)
-        bank, factors = self.single_terms()
+        bank, blocks = self.single_terms()
         y = self.y[en.row]
         yc = y - y.mean(axis=1, keepdims=True)
         tc = bank - bank.mean(axis=1, keepdims=True)
@@ -1058,25 +1087,24 @@ class _Fit:
         r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
         best = np.argmax(r2, axis=1)
         r2_best = np.maximum(r2[np.arange(len(best)), best], 0.0)  # at worst the constant (the mean)
-        terms = [Term(tuple(sorted(factors[t]))) for t in best]
+        three: dict[int, Term] = {}  # where a product of all three parameters is the best single term
         if self.q == 3:  # products of all three parameters too, where one could replace the model
             # (no single term has R^2 above 1: a model within the noise at adj. R^2 >= 0.99 stays)
-            adj_model = np.array([out[r].adj_r2 for r in en.row])
             need = np.flatnonzero((syy > 0) & ~(fits[en.row] & (adj_model >= 1 - _R2_SLACK)) & ~(adj_model >= 1))
             r2_three, pick = np.full(len(en.row), -np.inf), np.zeros((len(en.row), 3), int)
             for part in np.array_split(need, max(1, len(need) // 32)) if len(need) else []:
                 r2_three[part], pick[part] = self.best_product_of_three(yc[part], syy[part])
             for i in np.flatnonzero(r2_three > r2_best):
                 r2_best[i] = r2_three[i]
-                terms[i] = Term(tuple(Factor(k, *self.pairs[k][pick[i, k]]) for k in range(3)))
+                three[i] = Term(tuple(Factor(k, *self.pairs[k][pick[i, k]]) for k in range(3)))
         adj = 1 - (1 - r2_best) * (self.n - 1) / (self.n - 2)
-        for i, r in enumerate(en.row):
-            if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
-                continue
-            tv = terms[i].values(self.x) if r2_best[i] > 0 else None
+        for i in np.flatnonzero((syy > 0) & (adj_model < adj - np.where(fits[en.row], _R2_SLACK, 0.0))):
+            r = en.row[i]
+            term = three[i] if i in three else self.single_term(int(best[i]), blocks)
+            tv = term.values(self.x) if r2_best[i] > 0 else None
             if tv is not None:
                 slope = np.sum((tv - tv.mean()) * yc[i]) / np.sum((tv - tv.mean()) ** 2)
-                model = Model(self.names, [terms[i]], np.array([y[i].mean() - slope * tv.mean(), slope]),
+                model = Model(self.names, [term], np.array([y[i].mean() - slope * tv.mean(), slope]),
                               points=self.x, values=self.y[r])
             else:
                 model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])

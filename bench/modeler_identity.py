@@ -7,7 +7,7 @@ change a result).
 Both trees model the same inputs, each in its own process (the other revision's src/ from
 ``git archive``): every cell of bench/modeler_vs_extrap.py (seed 2026) and of bench/modeler_layouts.py
 (seed 2027), and batches that take the other paths: missing and single repetitions, zeros, negative
-values, all zeros, unusable sets (None and a warning), unweighted fits, negative exponents, and
+values, all zeros (also alone), unusable sets (None and a warning), unweighted fits, negative exponents, and
 resamples (``bootstrap``: consensus, scatter, the resamples' models). Compared per model: the text,
 the terms, the coefficients (to 1e-12 relative) and every statistic (exactly); the resamples' and
 alternatives' coefficients too. Prints the number of models, the differences, and exits 1 on any.
@@ -69,6 +69,9 @@ def cases(functions: int):
         yield f"mixed {q}p unweighted", x, ys, names[:q], FitOptions(weighting="none")
         yield f"mixed {q}p negative exponents", x, ys[:12], names[:q], FitOptions(negative_params=("x1",))
         yield f"resampled {q}p", x, ys[:8] + ys[10:14], names[:q], FitOptions(bootstrap=6, seed=3)
+        yield f"zeros alone {q}p", x, [ys[5], ys[5][:, 0]], names[:q], None
+        yield f"bad alone {q}p", x, [ys[8], ys[9]], names[:q], None
+        yield f"none {q}p", x, [], names[:q], None
 
 
 def dump(path: str, functions: int) -> None:

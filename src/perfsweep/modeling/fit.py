@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Sequence
 
 import numpy as np
@@ -1027,20 +1027,23 @@ class _Fit:
         by orthogonal least squares (QR, 1e-16 accurate), up to one single-parameter term per
         parameter is added while one halves the residual, then terms are dropped while the fit stays
         exact; the result replaces the model only if it fits exactly."""
+        singles = self.single_parameter_terms()
         for r, model in enumerate(out):
             if model is None or self.noise[r] > 1e-24:  # (identical repetitions: rounding, 1e-32)
                 continue
             sw = np.sqrt(self.w[r])
             b = self.y[r] * sw
             exact, near = 1e-24 * np.sum(b * b), 1e-8 * np.sum(b * b)
+            # every term's values times sw computed once per set (the same bits as each time)
+            lsq = partial(_lstsq, self.x, sw=sw, b=b, scaled={})
             terms = list(model.terms)
-            rss = _lstsq(self.x, terms, sw, b)[1]
+            rss = lsq(terms)[1]
             if not exact < rss < near:
                 continue
             for _ in range(self.q):
                 if len(terms) + 2 >= self.n or rss <= exact:
                     break
-                tries = [(t, _lstsq(self.x, [*terms, t], sw, b)) for t in self.single_parameter_terms()]
+                tries = [(t, lsq([*terms, t])) for t in singles]
                 tries = [(fit[1], t) for t, fit in tries if not self.opts.positive or np.all(fit[0][1:] > 0)]
                 if not tries or min(tries, key=lambda v: v[0])[0] > 0.5 * rss:
                     break
@@ -1048,20 +1051,20 @@ class _Fit:
                 terms.append(t)
             for _ in range(2):  # the added terms again, each given the others (greedy picks the first
                 for j in range(len(model.terms), len(terms)):  # against the residual of all)
-                    for t in self.single_parameter_terms():
+                    for t in singles:
                         trial = terms[:j] + [t] + terms[j + 1:]
-                        coef, rss_t = _lstsq(self.x, trial, sw, b)
+                        coef, rss_t = lsq(trial)
                         if rss_t < rss and (not self.opts.positive or np.all(coef[1:] > 0)):
                             terms, rss = trial, rss_t
                 if rss <= exact:
                     break
             while len(terms) > 1:
-                drops = [(_lstsq(self.x, terms[:j] + terms[j + 1:], sw, b)[1], j) for j in range(len(terms))]
+                drops = [(lsq(terms[:j] + terms[j + 1:])[1], j) for j in range(len(terms))]
                 rss_j, j = min(drops)
                 if rss_j > exact:
                     break
                 terms.pop(j)
-            coef, rss = _lstsq(self.x, terms, sw, b)
+            coef, rss = lsq(terms)
             if rss <= exact and (not self.opts.positive or np.all(coef[1:] > 0)):
                 fitted = Model(self.names, terms, coef, points=self.x, values=self.y[r])
                 fill_statistics(fitted, self.y[r], fitted.predict(self.x))
@@ -1221,8 +1224,14 @@ class _Entries:
                         np.concatenate([p.score for p in parts]))
 
 
-def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-    """Coefficients (constant first) and weighted RSS of ``terms`` by orthogonal least squares."""
-    a = np.column_stack([np.ones(len(x))] + [t.values(x) for t in terms]) * sw[:, None]
+def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray,
+           scaled: dict | None = None) -> tuple[np.ndarray, float]:
+    """Coefficients (constant first) and weighted RSS of ``terms`` by orthogonal least squares;
+    ``scaled``: a cache of the terms' values times ``sw`` (by term object, which it keeps)."""
+    scaled = {} if scaled is None else scaled
+    for t in terms:
+        if id(t) not in scaled:
+            scaled[id(t)] = (t, t.values(x) * sw)
+    a = np.column_stack([sw] + [scaled[id(t)][1] for t in terms])  # (1 * sw: the constant's column)
     coef, *_ = np.linalg.lstsq(a, b, rcond=None)
     return coef, float(np.sum((a @ coef - b) ** 2))

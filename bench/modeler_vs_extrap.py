@@ -21,9 +21,20 @@ candidate arrays) that amount to 30-60 % of its cell time; Extra-P's per-model t
 larger, so its own one-time costs are negligible in it. Then the time perfsweep needs for 1,000 call
 paths of 2 parameters x 25 points x 5 repetitions. bench/modeler_bayes_bound.py shows how close the
 modeler comes to the best possible classifier of these functions.
+
+Both tools run with one BLAS thread (OPENBLAS_NUM_THREADS etc. = 1 unless set), as Snakemake runs the
+pipeline's models stage (it sets them to a job's threads). With OpenBLAS's default of one thread per
+core, perfsweep's many small matrix products each wait for the second core: on the 2 shared cores
+(load average 2.3) the 3-parameter noise-free cell took 1.2-1.4 s of wall time per 500 functions
+instead of 0.51 s, with the same models.
 """
 
 from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy is imported
+    os.environ.setdefault(_var, "1")
 
 import argparse
 import json

@@ -8,6 +8,7 @@ import pytest
 
 from perfsweep.modeling import (FewValuesWarning, FitOptions, Model, ModelingError, Term, dominant_terms, fit_model,
                                  fit_models)
+from perfsweep.modeling.model import fill_statistics
 from perfsweep.modeling.terms import Factor, exponent_pairs
 from fractions import Fraction as F
 
@@ -152,6 +153,29 @@ def test_batched_fit_equals_one_at_a_time():
         single = fit_model(x, y, ["a", "b"])
         assert str(m) == str(single) and m.cv_score == pytest.approx(single.cv_score)
     assert terms_text(batch[2]) == ["a^(3/2)"]
+
+
+@pytest.mark.parametrize("q", [1, 2, 3])
+def test_batch_statistics_equal_those_of_each_model_alone(q):
+    # a batch's statistics are computed for all models at once: bit for bit what each model's own
+    # predictions give (the largest mean is exactly 1, so the models are in the fitted units)
+    x = grid(*[V, [10, 20, 30, 40, 50.0], [100, 200, 300, 400, 500.0]][:q])
+    rng = np.random.default_rng(q)
+    ys = []
+    for k in range(30):
+        y = 2 + rng.uniform(0.1, 10) * x[:, k % q] ** rng.choice([0.5, 1, 2]) + (x[:, -1] * x[:, 0] if k % 3 else 0)
+        reps = y[:, None] * rng.uniform(0.95, 1.05, (len(x), 5)) if k % 4 else y[:, None] * np.ones((1, 5))
+        reps = reps / reps.mean(axis=1).max()
+        reps[np.argmax(reps.mean(axis=1))] = 1.0
+        ys.append(reps)
+    models = fit_models(x, ys, ["a", "b", "c"][:q])
+    for m, y in zip(models, ys):
+        assert np.array_equal(m.values, np.nanmean(y, axis=1))
+        alone = Model(m.param_names, m.terms, m.coefficients)
+        fill_statistics(alone, m.values, alone.predict(x))
+        assert (m.rss, m.r2, m.smape) == (alone.rss, alone.r2, alone.smape)
+        assert m.adj_r2 == alone.adj_r2 or np.isnan(m.adj_r2) and np.isnan(alone.adj_r2)
+    assert len({str(m) for m in models}) > 10
 
 
 def test_finds_dominant_term_under_noise():

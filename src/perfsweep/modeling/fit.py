@@ -54,14 +54,14 @@ from __future__ import annotations
 import itertools
 import warnings
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Sequence
 
 import numpy as np
 from scipy.stats import chi2
 
 from perfsweep.modeling.consensus import consensus
-from perfsweep.modeling.model import Model, fill_statistics
+from perfsweep.modeling.model import Model, fill_statistics, statistics
 from perfsweep.modeling.structures import Structure, structures
 from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
@@ -133,33 +133,29 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
     assumed = dict(opts.assumed)
     x, names = _check_points(x, param_names, {name: len(p) + 1 for name, p in assumed.items()})
     out: list[Model | None] = [None] * len(ys)
-    groups: dict[str, list[tuple[int, np.ndarray, float]]] = {}
-    for i, y in enumerate(ys):
-        try:
-            checked = _check_values(y, len(x))
-        except ModelingError as exc:
-            if strict:
-                raise
-            warnings.warn(f"measurement set {i}: {exc}", ModelingWarning, stacklevel=3)
+    batch = _Sets(ys, len(x), opts)
+    groups: dict[tuple[str, bool], list[tuple[int, np.ndarray, float]]] = {}
+    for i in range(len(ys)):
+        if i in batch.bad:
+            try:
+                _check_values(ys[i], len(x))  # the set's error
+            except ModelingError as exc:
+                if strict:
+                    raise
+                warnings.warn(f"measurement set {i}: {exc}", ModelingWarning, stacklevel=3)
             continue
-        ybar = np.nanmean(checked, axis=1)
-        scale = float(np.max(np.abs(ybar)))
-        if scale == 0:
-            out[i] = _zero_model(names, x, ybar)
+        if batch.scale[i] == 0:
+            out[i] = _zero_model(names, x, batch.ybar[i])
             continue
-        low = np.nanmin(checked)
-        # zeros: unweighted (no relative error exists); negative values: not a cost either, so
-        # the terms may also have negative coefficients
-        kind = (opts.weighting, opts.positive) if low > 0 else ("none", opts.positive and low == 0)
-        groups.setdefault(kind, []).append((i, checked / scale, scale))
+        groups.setdefault(batch.kind[i], []).append((i, batch.scaled[i], float(batch.scale[i])))
     pairs = [tuple(assumed[name]) if name in assumed else
              _pairs(opts.negative_exponents or name in opts.negative_params, name not in opts.power_params)
              for name in names]
     rng = np.random.default_rng(opts.seed)
     for (weighting, positive), sets in groups.items():
         o = replace(opts, weighting=weighting, positive=positive)
-        ybar = np.array([np.nanmean(c, axis=1) for _, c, _ in sets])
-        noise = np.array([_noise(c, weighting) for _, c, _ in sets])
+        index = [i for i, _, _ in sets]
+        ybar, noise = batch.ybar[index], batch.noise[index]
         models: list[Model] = []
         pools: list[_Entries] = []  # per set: the candidates its search reached (rows: the set's index)
         for start in range(0, len(sets), _CHUNK):
@@ -318,20 +314,78 @@ def _check_values(y, n: int) -> np.ndarray:
         y = y[:, None]
     if y.ndim != 2 or y.shape[0] != n:
         raise ModelingError(f"Y must have one row per point of X ({n}), got shape {y.shape}")
-    if np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
+    if _unfinite(y[None])[0]:
         raise ModelingError("measurements must be finite (NaN or inf found)")
     return y
 
 
-def _noise(y: np.ndarray, weighting: str) -> float:
-    """The variance of a point's mean as the repetitions show it (relative with relative weights),
-    pooled over the points; NaN without repetitions."""
-    count = np.sum(~np.isnan(y), axis=1)
-    if np.all(count < 2):
-        return float("nan")
-    mean = np.nanmean(y, axis=1, keepdims=True)
-    dev = y / mean - 1.0 if weighting == "relative" else y - mean
-    return float(np.nansum(dev * dev) / np.sum(count - 1) / np.mean(count))
+def _unfinite(y: np.ndarray) -> np.ndarray:
+    """(S,) whether each set of ``y`` (S, N, repetitions) has an inf or a point without any value."""
+    return np.any(np.isinf(y), axis=(1, 2)) | np.any(np.all(np.isnan(y), axis=2), axis=1)
+
+
+class _Sets:
+    """The measurement sets of a batch, checked, scaled to a largest mean of 1, their means and noise:
+    computed for all sets of one number of repetitions at once (the same arithmetic as set by set).
+    ``bad``: the sets that cannot be modelled (_check_values says why); per set index ``i``:
+    ``scale[i]`` (0: all zeros), ``ybar[i]`` the means (of the scaled values; all zeros: of the
+    values), ``noise[i]`` (_noise), ``scaled[i]`` (N x repetitions) and ``kind[i]``, the weighting and
+    sign rule of its fit: sets with zeros are fitted unweighted (no relative error exists), sets with
+    negative values (not a cost either) also without the sign rule."""
+
+    def __init__(self, ys: Sequence, n: int, opts: FitOptions):
+        m = len(ys)
+        self.bad: set[int] = set()
+        self.scale, self.ybar, self.noise = np.zeros(m), np.full((m, n), np.nan), np.full(m, np.nan)
+        self.scaled: list[np.ndarray | None] = [None] * m
+        self.kind: list[tuple[str, bool] | None] = [None] * m
+        arrays: list[np.ndarray | None] = [None] * m
+        by_repetitions: dict[int, list[int]] = {}
+        for i, y in enumerate(ys):
+            try:
+                a = np.asarray(y, dtype=float)
+            except (TypeError, ValueError):
+                self.bad.add(i)
+                continue
+            arrays[i] = a[:, None] if a.ndim == 1 else a
+            if arrays[i].ndim == 2 and arrays[i].shape[0] == n:
+                by_repetitions.setdefault(arrays[i].shape[1], []).append(i)
+            else:
+                self.bad.add(i)
+        for index in by_repetitions.values():
+            y = np.stack([arrays[i] for i in index])  # (S, N, R)
+            bad = _unfinite(y)
+            self.bad.update(np.asarray(index)[bad].tolist())
+            index, y = np.asarray(index)[~bad], y[~bad]
+            if not len(y):
+                continue
+            mean = np.nanmean(y, axis=2)
+            scale = np.max(np.abs(mean), axis=1)
+            low = np.nanmin(y, axis=(1, 2))
+            self.scale[index] = scale
+            zero = scale == 0
+            self.ybar[index[zero]] = mean[zero]
+            index, y, scale, low = index[~zero], y[~zero], scale[~zero], low[~zero]
+            if not len(y):
+                continue
+            y = y / scale[:, None, None]
+            mean = np.nanmean(y, axis=2)
+            relative = low > 0 if opts.weighting == "relative" else np.zeros(len(y), bool)
+            self.ybar[index], self.noise[index] = mean, _noise(y, mean, relative)
+            for j, i in enumerate(index.tolist()):
+                self.scaled[i] = y[j]
+                self.kind[i] = (opts.weighting, opts.positive) if low[j] > 0 else ("none", opts.positive and low[j] == 0)
+
+
+def _noise(y: np.ndarray, mean: np.ndarray, relative: np.ndarray) -> np.ndarray:
+    """The variance of a point's mean as the repetitions show it (relative where ``relative``),
+    pooled over the points, of every set of ``y`` (S, N, repetitions) whose means are ``mean``
+    (S, N); NaN without repetitions."""
+    count = np.sum(~np.isnan(y), axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dev = np.where(relative[:, None, None], y / mean[:, :, None] - 1.0, y - mean[:, :, None])
+        pooled = np.nansum((dev * dev).reshape(len(y), -1), axis=1) / np.sum(count - 1, axis=1) / np.mean(count, axis=1)
+    return np.where(np.all(count < 2, axis=1), np.nan, pooled)
 
 
 @lru_cache(maxsize=8)
@@ -913,6 +967,10 @@ class _Fit:
         _, cols, used = self.columns(en)
         g, b = self.moments(en, cols, used)
         _, rss, _ = _solve(g, b, self.ywy[en.row], False)
+        return self.within_noise(en, rss, used)
+
+    def within_noise(self, en: "_Entries", rss: np.ndarray, used: np.ndarray) -> np.ndarray:
+        """:meth:`fits_noise` of entries whose weighted RSS (E,) and used columns (E, K) are known."""
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
         out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
@@ -922,31 +980,44 @@ class _Fit:
         """Coefficients and statistics of the chosen models (exact residuals, leave-one-out)."""
         _, a, used = self.columns(en)  # (M, K, N)
         g, b = self.moments(en, a, used)
-        beta, _, _ = _solve(g, b, self.ywy[en.row], np.zeros_like(used))
+        beta, rss_w, _ = _solve(g, b, self.ywy[en.row], np.zeros_like(used))
         y, w = self.y[en.row], self.w[en.row]
         pred = np.einsum("mk,mkn->mn", beta, a)
         ginv = np.linalg.pinv(g)  # leave-one-out residuals from the hat matrix diagonal
         h = np.einsum("mkn,mkl,mln->mn", a * w[:, None, :], ginv, a)
         loo = (y - pred) / np.clip(1.0 - h, 1e-9, None)
         cv = np.mean(loo * loo * w, axis=1) if self.opts.weighting == "relative" else np.mean(loo * loo, axis=1)
-        for i, r in enumerate(en.row):
-            slots = [(int(t), int(k), int(p)) for t, k, p in zip(en.term[i], en.param[i], en.sel[i]) if t >= 0]
-            nterms = max((t for t, _, _ in slots), default=-1) + 1
-            terms = [Term(tuple(sorted(Factor(k, *self.pairs[k][p]) for tt, k, p in slots if tt == t)))
-                     for t in range(nterms)]
-            coef = beta[i, : nterms + 1]
-            # terms (the constant too) that change no prediction by more than the fitting floor are
-            # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
-            size = np.abs(y[i]) if self.opts.weighting == "relative" else np.max(np.abs(y[i]))  # as weighted
-            keep = np.max(np.abs(coef[:, None] * a[i, : nterms + 1]) / size, axis=1) > _FLOOR
-            keep[0] |= not keep[1:].any()
-            coef = np.where(keep, coef, 0.0)
-            terms = [t for t, k in zip(terms, keep[1:]) if k]
-            coef = np.r_[coef[0], coef[1:][keep[1:]]]
-            model = Model(self.names, terms, coef, points=self.x, values=self.y[r], cv_score=float(cv[i]))
-            fill_statistics(model, y[i], model.predict(self.x))
-            out[r] = model
-        self.plausible(en, out)
+        # terms (the constant too) that change no prediction by more than the fitting floor are
+        # rounding residue of an exact fit (3.7e-12 + 2 * x^(3/2)): dropped
+        size = np.abs(y) if self.opts.weighting == "relative" else np.max(np.abs(y), axis=1, keepdims=True)  # as weighted
+        keep = np.max(np.abs(beta[:, :, None] * a) / size[:, None, :], axis=2) > _FLOOR
+        keep &= np.arange(a.shape[1]) <= en.term.max(axis=1, initial=-1)[:, None] + 1
+        keep[:, 0] |= ~keep[:, 1:].any(axis=1)
+        coef = np.where(keep, beta, 0.0)
+        # the statistics of all models at once, from their predictions as Model.predict computes them
+        # (the constant, then each term's coefficient times its factors' product in parameter order)
+        fitted = np.repeat(coef[:, :1], self.n, axis=1)
+        for t in range(a.shape[1] - 1):
+            values = np.ones((len(en.row), self.n))
+            for k in range(self.q):
+                e, slot = np.nonzero((en.term == t) & (en.param == k))
+                values[e] *= self.values[k][en.sel[e, slot]]
+            fitted += coef[:, t + 1, None] * values
+        rss, r2, adj_r2, smape = statistics(y, fitted, keep[:, 1:].sum(axis=1))
+        columns = keep.copy()
+        columns[:, 0] = True
+        factors = [[Factor(k, *pair) for pair in self.pairs[k]] for k in range(self.q)]
+        term, param, sel, kept = en.term.tolist(), en.param.tolist(), en.sel.tolist(), keep.tolist()
+        for i, r in enumerate(en.row.tolist()):
+            parts: dict[int, list[tuple[int, int]]] = {}
+            for t, k, p in zip(term[i], param[i], sel[i]):
+                if t >= 0 and kept[i][t + 1]:
+                    parts.setdefault(t, []).append((k, p))
+            # a term's parameters are distinct: in parameter order its factors are sorted
+            terms = [Term(tuple(factors[k][p] for k, p in sorted(parts[t]))) for t in sorted(parts)]
+            out[r] = Model(self.names, terms, coef[i, columns[i]], points=self.x, values=self.y[r], cv_score=float(cv[i]),
+                           rss=float(rss[i]), r2=float(r2[i]), adj_r2=float(adj_r2[i]), smape=float(smape[i]))
+        self.plausible(en, out, self.within_noise(en, rss_w, used), adj_r2)
         self.resolve_exact(out)
 
     def resolve_exact(self, out: list) -> None:
@@ -956,20 +1027,23 @@ class _Fit:
         by orthogonal least squares (QR, 1e-16 accurate), up to one single-parameter term per
         parameter is added while one halves the residual, then terms are dropped while the fit stays
         exact; the result replaces the model only if it fits exactly."""
+        singles = self.single_parameter_terms()
         for r, model in enumerate(out):
             if model is None or self.noise[r] > 1e-24:  # (identical repetitions: rounding, 1e-32)
                 continue
             sw = np.sqrt(self.w[r])
             b = self.y[r] * sw
             exact, near = 1e-24 * np.sum(b * b), 1e-8 * np.sum(b * b)
+            # every term's values times sw computed once per set (the same bits as each time)
+            lsq = partial(_lstsq, self.x, sw=sw, b=b, scaled={})
             terms = list(model.terms)
-            rss = _lstsq(self.x, terms, sw, b)[1]
+            rss = lsq(terms)[1]
             if not exact < rss < near:
                 continue
             for _ in range(self.q):
                 if len(terms) + 2 >= self.n or rss <= exact:
                     break
-                tries = [(t, _lstsq(self.x, [*terms, t], sw, b)) for t in self.single_parameter_terms()]
+                tries = [(t, lsq([*terms, t])) for t in singles]
                 tries = [(fit[1], t) for t, fit in tries if not self.opts.positive or np.all(fit[0][1:] > 0)]
                 if not tries or min(tries, key=lambda v: v[0])[0] > 0.5 * rss:
                     break
@@ -977,20 +1051,20 @@ class _Fit:
                 terms.append(t)
             for _ in range(2):  # the added terms again, each given the others (greedy picks the first
                 for j in range(len(model.terms), len(terms)):  # against the residual of all)
-                    for t in self.single_parameter_terms():
+                    for t in singles:
                         trial = terms[:j] + [t] + terms[j + 1:]
-                        coef, rss_t = _lstsq(self.x, trial, sw, b)
+                        coef, rss_t = lsq(trial)
                         if rss_t < rss and (not self.opts.positive or np.all(coef[1:] > 0)):
                             terms, rss = trial, rss_t
                 if rss <= exact:
                     break
             while len(terms) > 1:
-                drops = [(_lstsq(self.x, terms[:j] + terms[j + 1:], sw, b)[1], j) for j in range(len(terms))]
+                drops = [(lsq(terms[:j] + terms[j + 1:])[1], j) for j in range(len(terms))]
                 rss_j, j = min(drops)
                 if rss_j > exact:
                     break
                 terms.pop(j)
-            coef, rss = _lstsq(self.x, terms, sw, b)
+            coef, rss = lsq(terms)
             if rss <= exact and (not self.opts.positive or np.all(coef[1:] > 0)):
                 fitted = Model(self.names, terms, coef, points=self.x, values=self.y[r])
                 fill_statistics(fitted, self.y[r], fitted.predict(self.x))
@@ -999,17 +1073,29 @@ class _Fit:
     def single_parameter_terms(self) -> list[Term]:
         return [Term((Factor(k, *pair),)) for k in range(self.q) for pair in self.pairs[k]]
 
-    def single_terms(self) -> tuple[np.ndarray, list[tuple[Factor, ...]]]:
+    def single_terms(self) -> tuple[np.ndarray, list[tuple[int, ...]]]:
         """Every term of one or two factors (a pair of one parameter, or the product of pairs of two):
-        their values (T, N) and factors."""
-        values, factors = [], []
+        their values (T, N) and the parameters of each block of them (one parameter: its pairs; two:
+        every product of their pairs, the second parameter's pair varying fastest); :meth:`single_term`
+        gives a term's factors."""
+        values, blocks = [], []
         for k in range(self.q):
             values.append(self.values[k])
-            factors += [(Factor(k, *pair),) for pair in self.pairs[k]]
+            blocks.append((k,))
         for k, l in itertools.combinations(range(self.q), 2):
             values.append((self.values[k][:, None, :] * self.values[l][None, :, :]).reshape(-1, self.n))
-            factors += [(Factor(k, *a), Factor(l, *b)) for a in self.pairs[k] for b in self.pairs[l]]
-        return np.concatenate(values), factors
+            blocks.append((k, l))
+        return np.concatenate(values), blocks
+
+    def single_term(self, index: int, blocks: list[tuple[int, ...]]) -> Term:
+        """Term ``index`` of :meth:`single_terms` (built only for the terms that are used)."""
+        for params in blocks:
+            shape = [len(self.pairs[k]) for k in params]
+            if index < np.prod(shape):
+                picks = np.unravel_index(index, shape)
+                return Term(tuple(sorted(Factor(k, *self.pairs[k][int(p)]) for k, p in zip(params, picks))))
+            index -= int(np.prod(shape))
+        raise IndexError(index)
 
     def best_product_of_three(self, yc: np.ndarray, syy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """R^2 of the best c0 + c1 a b c (one pair of each of the 3 parameters, c1 > 0 if positive)
@@ -1040,43 +1126,57 @@ class _Fit:
         best = np.argmax(r2, axis=1)
         return r2[np.arange(e), best], np.column_stack(np.unravel_index(best, (len(a), len(b), len(c))))
 
-    def plausible(self, en: "_Entries", out: list) -> None:
+    def plausible(self, en: "_Entries", out: list, fits: np.ndarray, adj_model: np.ndarray) -> None:
         """Where a chosen model neither fits within the noise the repetitions show nor explains as
         much of the variance (adjusted R^2) as the best model with a single term (of one or two
         factors; with 3 parameters also of three), least squares, coefficient positive, that model
         replaces it: relative weights can otherwise prefer a constant under data that rise from 478 to
-        6448 with large scatter."""
+        6448 with large scatter. ``fits``: :meth:`fits_noise` of the entries, ``adj_model``: their
+        models' adjusted R^2 (E,)."""
         if self.n <= 3:
             return
-        fits = self.fits_noise(en)
-        bank, factors = self.single_terms()
         y = self.y[en.row]
         yc = y - y.mean(axis=1, keepdims=True)
+        syy = np.sum(yc * yc, axis=1)
+        if not np.any(syy > 0):
+            return
+        bank, blocks = self.single_terms()
         tc = bank - bank.mean(axis=1, keepdims=True)
-        stt, sty, syy = np.sum(tc * tc, axis=1), yc @ tc.T, np.sum(yc * yc, axis=1)
-        ok = (stt > 1e-12 * np.sum(bank * bank, axis=1))[None, :] & ((sty > 0) if self.opts.positive else True)
-        r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy, 1e-300)[:, None], 1.0), -np.inf)
+        stt, sty = np.sum(tc * tc, axis=1), yc @ tc.T
+        usable = stt > 1e-12 * np.sum(bank * bank, axis=1)
+        # R^2 of every single term only where one could replace the model: where the model neither
+        # fits within the noise at adj. R^2 >= 0.99 nor has adj. R^2 1 (0-16 % of the models of
+        # bench/modeler_vs_extrap.py), or else a term's R^2 can round above 1 (it fits exactly:
+        # |sty| / sqrt(stt) within rounding of sqrt(syy), sty^2 > stt syy in floating point)
+        reach = np.abs(sty)  # (in place: a second (M, T) temporary cost 4x the time)
+        reach *= np.where(usable, 1.0 / np.sqrt(np.where(usable, stt, 1.0)), 0.0)
+        reach = reach.max(axis=1)
+        fit_well = fits[en.row] & (adj_model >= 1 - _R2_SLACK) | (adj_model >= 1)
+        need = np.flatnonzero((syy > 0) & (~fit_well | (reach >= np.sqrt(syy) * (1 - 1e-12))))
+        if not len(need):
+            return
+        sty = sty[need]  # (the product of all rows: BLAS gives a single row other last bits)
+        ok = usable[None, :] & ((sty > 0) if self.opts.positive else True)
+        r2 = np.where(ok, sty ** 2 / np.where(ok, stt[None, :] * np.maximum(syy[need], 1e-300)[:, None], 1.0), -np.inf)
         best = np.argmax(r2, axis=1)
         r2_best = np.maximum(r2[np.arange(len(best)), best], 0.0)  # at worst the constant (the mean)
-        terms = [Term(tuple(sorted(factors[t]))) for t in best]
+        three: dict[int, Term] = {}  # where a product of all three parameters is the best single term
         if self.q == 3:  # products of all three parameters too, where one could replace the model
-            # (no single term has R^2 above 1: a model within the noise at adj. R^2 >= 0.99 stays)
-            adj_model = np.array([out[r].adj_r2 for r in en.row])
-            need = np.flatnonzero((syy > 0) & ~(fits[en.row] & (adj_model >= 1 - _R2_SLACK)) & ~(adj_model >= 1))
-            r2_three, pick = np.full(len(en.row), -np.inf), np.zeros((len(en.row), 3), int)
-            for part in np.array_split(need, max(1, len(need) // 32)) if len(need) else []:
-                r2_three[part], pick[part] = self.best_product_of_three(yc[part], syy[part])
-            for i in np.flatnonzero(r2_three > r2_best):
-                r2_best[i] = r2_three[i]
-                terms[i] = Term(tuple(Factor(k, *self.pairs[k][pick[i, k]]) for k in range(3)))
+            r2_three, pick = np.full(len(need), -np.inf), np.zeros((len(need), 3), int)
+            three_need = np.flatnonzero(~fit_well[need])
+            for part in np.array_split(three_need, max(1, len(three_need) // 32)) if len(three_need) else []:
+                r2_three[part], pick[part] = self.best_product_of_three(yc[need[part]], syy[need[part]])
+            for j in np.flatnonzero(r2_three > r2_best):
+                r2_best[j] = r2_three[j]
+                three[j] = Term(tuple(Factor(k, *self.pairs[k][pick[j, k]]) for k in range(3)))
         adj = 1 - (1 - r2_best) * (self.n - 1) / (self.n - 2)
-        for i, r in enumerate(en.row):
-            if syy[i] <= 0 or not out[r].adj_r2 < adj[i] - (_R2_SLACK if fits[r] else 0.0):
-                continue
-            tv = terms[i].values(self.x) if r2_best[i] > 0 else None
+        for j in np.flatnonzero(adj_model[need] < adj - np.where(fits[en.row[need]], _R2_SLACK, 0.0)):
+            i, r = need[j], en.row[need[j]]
+            term = three[j] if j in three else self.single_term(int(best[j]), blocks)
+            tv = term.values(self.x) if r2_best[j] > 0 else None
             if tv is not None:
                 slope = np.sum((tv - tv.mean()) * yc[i]) / np.sum((tv - tv.mean()) ** 2)
-                model = Model(self.names, [terms[i]], np.array([y[i].mean() - slope * tv.mean(), slope]),
+                model = Model(self.names, [term], np.array([y[i].mean() - slope * tv.mean(), slope]),
                               points=self.x, values=self.y[r])
             else:
                 model = Model(self.names, [], np.array([y[i].mean()]), points=self.x, values=self.y[r])
@@ -1124,8 +1224,14 @@ class _Entries:
                         np.concatenate([p.score for p in parts]))
 
 
-def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-    """Coefficients (constant first) and weighted RSS of ``terms`` by orthogonal least squares."""
-    a = np.column_stack([np.ones(len(x))] + [t.values(x) for t in terms]) * sw[:, None]
+def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray,
+           scaled: dict | None = None) -> tuple[np.ndarray, float]:
+    """Coefficients (constant first) and weighted RSS of ``terms`` by orthogonal least squares;
+    ``scaled``: a cache of the terms' values times ``sw`` (by term object, which it keeps)."""
+    scaled = {} if scaled is None else scaled
+    for t in terms:
+        if id(t) not in scaled:
+            scaled[id(t)] = (t, t.values(x) * sw)
+    a = np.column_stack([sw] + [scaled[id(t)][1] for t in terms])  # (1 * sw: the constant's column)
     coef, *_ = np.linalg.lstsq(a, b, rcond=None)
     return coef, float(np.sum((a @ coef - b) ** 2))

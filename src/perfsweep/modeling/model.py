@@ -201,14 +201,22 @@ def _strict(value: Any) -> Any:
 
 def fill_statistics(model: Model, y: np.ndarray, pred: np.ndarray) -> None:
     """R^2, adjusted R^2, RSS and SMAPE of ``model`` whose predictions at its points are ``pred``."""
+    stats = statistics(np.asarray(y, dtype=float)[None], np.asarray(pred, dtype=float)[None], np.array([len(model.terms)]))
+    model.rss, model.r2, model.adj_r2, model.smape = (float(v[0]) for v in stats)
+
+
+def statistics(y: np.ndarray, pred: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, ...]:
+    """RSS, R^2, adjusted R^2 and SMAPE (M,) of M models at once: values and predictions (M, N), terms
+    per model (M,). Row by row the same arithmetic as one model alone (a batch gives the same bits)."""
     resid = y - pred
-    rss = float(np.sum(resid ** 2))
-    tss = float(np.sum((y - y.mean()) ** 2))
-    n, k = len(y), len(model.terms)
-    r2 = 1.0 - rss / tss if tss > 0 else 1.0
-    model.rss = rss
-    model.r2 = r2
-    model.adj_r2 = 1.0 - (1.0 - r2) * (n - 1) / (n - k - 1) if n - k - 1 > 0 else float("nan")
+    rss = np.sum(resid ** 2, axis=1)
+    tss = np.sum((y - y.mean(axis=1, keepdims=True)) ** 2, axis=1)
+    n = y.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.where(tss > 0, 1.0 - rss / np.where(tss > 0, tss, 1.0), 1.0)
+        dof = n - k - 1
+        adj_r2 = np.where(dof > 0, 1.0 - (1.0 - r2) * (n - 1) / np.where(dof > 0, dof, 1), np.nan)
     denominator = np.abs(pred) + np.abs(y)
-    model.smape = float(np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1),
-                                         0.0)) * 100)
+    smape = np.mean(np.where(denominator > 0, 2 * np.abs(resid) / np.where(denominator > 0, denominator, 1), 0.0),
+                    axis=1) * 100
+    return rss, r2, adj_r2, smape

@@ -52,9 +52,11 @@ def run_sweeps(config: str, count: int, cores: str) -> list[Path]:
     for k in range(count):
         work = Path(tempfile.mkdtemp(prefix=f"perfsweep-replicate{k + 1}-"))
         t0 = time.perf_counter()
-        rc = subprocess.call([str(Path(sys.executable).with_name("perfsweep")), "run", config, "--cores", cores,
-                              "--no-report"], cwd=work, stdout=subprocess.DEVNULL)
-        print(f"# sweep {k + 1}: {work}/results, {time.perf_counter() - t0:.0f} s, exit {rc}", flush=True)
+        with open(work / "perfsweep.log", "w") as log:
+            rc = subprocess.call([str(Path(sys.executable).with_name("perfsweep")), "run", config, "--cores", cores,
+                                  "--no-report"], cwd=work, stdout=log, stderr=subprocess.STDOUT)
+        print(f"# sweep {k + 1}: {work}/results, {time.perf_counter() - t0:.0f} s, exit {rc} (log: {log.name})",
+              flush=True)
         out.append(work / "results")
     return out
 

@@ -50,10 +50,8 @@ class Model:
     # a rate (steps/s, GFLOP/s) that falls as a parameter grows is modelled through its reciprocal (the
     # time per unit of work, a sum of costs): the model is then 1 / f(x) with f the PMNF function
     reciprocal: bool = False
-    # other forms that fit the data about as well (modeling.consensus): their spread beyond the grid
-    # widens the interval
-    alternatives: list["Model"] = field(default_factory=list)
-    alternative_weights: list[float] = field(default_factory=list)  # exp(-(criterion - this model's) / 2)
+    # per parameter the log error per doubling beyond the measured range (modeling.consensus.extrapolation_errors)
+    extrapolation: dict[str, float] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)  # the study's fixed parameters (models.json), e.g. p = 4
 
     def predict(self, x) -> np.ndarray:
@@ -81,8 +79,9 @@ class Model:
         """The ``level`` interval of a new measurement (a point's mean over its repetitions) at ``x``:
         the spread of the resampled models' predictions around this model's (the choice of the form
         included; the resamples also carry the scatter between configurations that the repetitions
-        do not show) and the ``scatter`` a new measurement has around the model, added in variance;
-        log-normal where all are positive (run times), else normal. With the few resamples the
+        do not show), the ``scatter`` a new measurement has around the model and, beyond the measured
+        range, the ``extrapolation`` error per doubling times the doublings (Model.beyond), added in
+        variance; log-normal where all are positive (run times), else normal. With the few resamples the
         pipeline affords this covers better than their percentiles (90 % intervals, 60 noisy
         2-parameter functions: 0.88 vs 0.86 with 40 resamples, 0.93 vs 0.87 with 100). NaN without
         resamples."""
@@ -100,15 +99,30 @@ class Model:
                 rel, absolute = scatter / np.abs(pred), np.full(len(pred), scatter)
             log_spread = np.std(np.log(np.where(positive, preds, 1.0)), axis=0, ddof=1)
             spread = np.where(positive, np.hypot(log_spread, rel), np.hypot(np.std(preds, axis=0, ddof=1), absolute))
-            if self.alternatives:  # the alternatives' departures from this model, weighted by their fit
-                alt = np.array([a.predict(x) for a in self.alternatives])
-                weight = np.asarray(self.alternative_weights or [1.0] * len(alt))[:, None]
-                good = positive & np.all(alt > 0, axis=0)
-                dev = np.where(good, np.log(np.where(good, alt, 1.0) / np.where(good, pred, 1.0)), alt - pred)
-                spread = np.hypot(spread, np.sqrt(np.sum(weight * dev ** 2, axis=0) / (1.0 + weight.sum())))
+            beyond = self.beyond(x)
+            if beyond is not None:  # beyond the measured range: how much the form's reach depends on its data
+                spread = np.where(positive, np.hypot(spread, beyond), spread)
             low = np.where(positive, pred * np.exp(-z * spread), pred - z * spread)
             high = np.where(positive, pred * np.exp(z * spread), pred + z * spread)
         return low, high
+
+    def beyond(self, x) -> np.ndarray | None:
+        """The log spread that extrapolation adds at the points ``x``: per parameter its error per
+        doubling (``extrapolation``) times the doublings beyond the measured range (either side),
+        added in variance; None without the figures or the range."""
+        points = np.asarray(self.points, dtype=float)
+        if not self.extrapolation or points.ndim != 2 or not len(points):
+            return None
+        x = np.asarray(x, dtype=float)
+        x = x.reshape(-1, 1) if x.ndim <= 1 and len(self.param_names) == 1 else np.atleast_2d(x)
+        total = np.zeros(len(x))
+        for k, name in enumerate(self.param_names):
+            rate = self.extrapolation.get(name)
+            if rate:
+                lo, hi = points[:, k].min(), points[:, k].max()
+                out = np.log2(np.maximum(x[:, k] / hi, lo / x[:, k]).clip(min=1.0))
+                total += (rate * out) ** 2
+        return np.sqrt(total)
 
     def __str__(self) -> str:
         text = self._text()
@@ -155,9 +169,7 @@ class Model:
             "scatter": self.scatter, "scatter_relative": self.scatter_relative, "reciprocal": self.reciprocal,
             "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
                           for b in self.bootstrap],
-            "alternatives": [{"terms": [t.to_list() for t in a.terms], "coefficients": [float(c) for c in a.coefficients]}
-                             for a in self.alternatives],
-            "alternative_weights": list(self.alternative_weights),
+            "extrapolation": dict(self.extrapolation),
         })
 
     @classmethod
@@ -174,10 +186,7 @@ class Model:
             bootstrap=[cls(list(d["param_names"]), [Term.from_list(t) for t in b["terms"]],
                            np.asarray(b["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
                        for b in d.get("bootstrap", [])],
-            alternatives=[cls(list(d["param_names"]), [Term.from_list(t) for t in a["terms"]],
-                              np.asarray(a["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
-                          for a in d.get("alternatives", [])],
-            alternative_weights=[float(v) for v in d.get("alternative_weights", [])],
+            extrapolation={str(k): float(v) for k, v in (d.get("extrapolation") or {}).items()},
             lead_share=d.get("lead_share", float("nan")), runner_up=d.get("runner_up", ""),
             runner_up_share=d.get("runner_up_share", float("nan")), processes=d.get("processes"),
             scatter=d.get("scatter", float("nan")), scatter_relative=d.get("scatter_relative", True),

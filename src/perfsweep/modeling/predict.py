@@ -74,9 +74,7 @@ def _check_model(model: Model, where: str) -> None:
     names = model.param_names
     if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise PredictError(f"{where}.param_names: {names!r} is not a list of distinct parameter names")
-    others = [*((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
-              *((f".alternatives[{a}]", alt) for a, alt in enumerate(model.alternatives))]
-    for label, m in [("", model), *others]:
+    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap))]:
         for t, term in enumerate(m.terms):
             for f, factor in enumerate(term.factors):
                 field = f"{where}{label}.terms[{t}][{f}]"
@@ -91,11 +89,10 @@ def _check_model(model: Model, where: str) -> None:
         if not np.all(np.isfinite(m.coefficients)):
             raise PredictError(f"{where}{label}.coefficients: {m.coefficients.tolist()} has a value that is "
                                "not a finite number")
-    weights = np.asarray(model.alternative_weights, dtype=float)
-    if model.alternative_weights and (len(weights) != len(model.alternatives) or not np.all(np.isfinite(weights))
-                                      or np.any(weights < 0)):
-        raise PredictError(f"{where}.alternative_weights: {model.alternative_weights!r} is not one weight >= 0 per "
-                           f"alternative ({len(model.alternatives)})")
+    for name, rate in model.extrapolation.items():
+        if name not in names or not np.isfinite(rate) or rate < 0:
+            raise PredictError(f"{where}.extrapolation.{name}: {rate!r} is not an error >= 0 of one of its "
+                               f"parameters ({', '.join(names)})")
     if not (np.isnan(model.scatter) or model.scatter >= 0):
         raise PredictError(f"{where}.scatter: {model.scatter!r} is not a spread >= 0")
     if model.processes is not None and model.processes not in names:

@@ -195,7 +195,8 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         final = models
         if opts.bootstrap:
             first = choose([0.0] * len(sets), models)
-            excess = [_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]) for j, m in enumerate(first)]
+            excess = [min(_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]), _spread(ybar[j], relative))
+                      for j, m in enumerate(first)]
             final = choose(excess, first) if any(e > 0 for e in excess) else first
         for j, (i, _, scale) in enumerate(sets):
             chosen = final[j]
@@ -221,6 +222,13 @@ def _scatter(model: Model, ybar: np.ndarray, noise: float, relative: bool) -> fl
 def _excess(scatter: float, noise: float) -> float:
     """The part of the scatter (a standard deviation) that the repetitions do not show."""
     return float(np.sqrt(max(scatter * scatter - (noise if np.isfinite(noise) else 0.0), 0.0))) if np.isfinite(scatter) else 0.0
+
+
+def _spread(ybar: np.ndarray, relative: bool) -> float:
+    """How much the means themselves vary (the log spread with relative weights): a model that leaves
+    more scatter than that explains nothing, and resamples moved further would be noise alone (a
+    metric of 1e-4 s that a first-round model missed by 3000 % drew means of 0 and inf)."""
+    return float(np.std(np.log(ybar), ddof=1) if relative else np.std(ybar, ddof=1))
 
 
 def _resample_models(x, ybar, noise, owner, pools, names, pairs, opts) -> list[Model]:

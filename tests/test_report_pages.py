@@ -91,7 +91,8 @@ def test_report_in_chromium_every_figure_and_table_loads(sweep):
         t = sweep / "tables" / study
         expected[f"{study}/variability.html"] = [1, len(pd.read_csv(t / "variability.csv"))]
         expected[f"{study}/measurements.html"] = [len(pd.read_csv(t / "medians.csv"))]
-        expected[f"{study}/models.html"] = [len(pd.read_csv(sweep / "models" / study / "models.csv"))]
+        expected[f"{study}/models.html"] = [len(pd.read_csv(sweep / "models" / study / "models.csv")),  # and the
+                                            len(pd.read_csv(sweep / "models" / study / "validation.csv"))]  # points
     expected["np/scaling.html"] = [len(pd.read_csv(sweep / "metrics" / "np" / "scaling.csv")),
                                    len(pd.read_csv(sweep / "overhead" / "np" / "fits.csv"))]
     expected["np/efficiency.html"] = [len(pd.read_csv(sweep / "metrics" / "np" / "pop.csv"))]

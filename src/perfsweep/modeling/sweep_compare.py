@@ -85,14 +85,16 @@ class CompareError(UserError):
     """Bad input to compare: one line naming the file and the problem."""
 
 
-def _layout(root: Path) -> dict[str, Path]:
-    """Where a results directory keeps each study's models and aggregate table (the one place this
-    module spells results paths): {study: models.json}, and the aggregate of a study."""
-    return {p.parent.name: p for p in sorted((root / "models").glob("*/models.json"))}
+def _layout(root: Path) -> dict[str, tuple[Path, Path]]:
+    """Where a results directory keeps each study's models and aggregate table, the one place this
+    module spells results paths (perfsweep.layout owns them once it exists):
+    {study: (models/<study>/models.json, tables/<study>/aggregate.csv)}."""
+    return {p.parent.name: (p, root / "tables" / p.parent.name / "aggregate.csv")
+            for p in sorted((root / "models").glob("*/models.json"))}
 
 
-def _aggregate_path(root: Path, study: str) -> Path:
-    return root / "tables" / study / "aggregate.csv"
+def _is_results_dir(root: Path) -> bool:
+    return root.is_dir() and (root / "models").is_dir()
 
 
 @dataclass
@@ -116,14 +118,14 @@ def load_side(path: str | os.PathLike[str]) -> Side:
     root = Path(path)
     if not root.exists():
         raise CompareError(f"{root}: no such file or directory")
-    if root.is_dir() and (root / "models").is_dir():
+    if _is_results_dir(root):
         found = _layout(root)
         if not found:
             raise CompareError(f"{root}: a results directory without models (no models/<study>/models.json): "
                                "run the sweep (perfsweep run) until its models stage has written them")
         side = Side(str(root), {}, {}, {})
-        for study, file in found.items():
-            _add_models(side, file, study, _aggregate_path(root, study))
+        for study, (file, aggregate) in found.items():
+            _add_models(side, file, study, aggregate)
         return side
     if root.is_dir() and (root / "models.json").is_file():
         root = root / "models.json"
@@ -423,7 +425,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
 
 
 def _is_results(side: Side) -> bool:
-    return Path(side.path).is_dir() and (Path(side.path) / "models").is_dir()
+    return _is_results_dir(Path(side.path))
 
 
 def _target(ea: dict, eb: dict, names: list[str], order: list[int], at: dict[str, float], study: str) -> np.ndarray:

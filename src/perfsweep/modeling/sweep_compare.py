@@ -60,11 +60,11 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from statistics import NormalDist
 
 from perfsweep.errors import UserError
 from perfsweep.modeling import compare as lead
@@ -166,9 +166,10 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
             raise CompareError(f"{file}: entry {k}: region {region!r} / metric {metric!r} are not names")
         try:  # every check of perfsweep predict; damage in its words (load_entry reads the file again)
             model = _entry_model(e, file, terms)
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError, ArithmeticError):
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
             load_entry(file, region, metric)
-            raise
+            raise CompareError(f"{file}: region {region!r}, metric {metric!r}: not a valid model "
+                               f"({type(exc).__name__} {str(exc)[:120]})") from None
         name = study or str(e.get("study") or file.parent.name)
         names = side.params.setdefault(name, list(model.param_names))
         if names != list(model.param_names):

@@ -56,13 +56,13 @@ def page(result: CompareResult) -> str:
     table = display_table(result)
     anchors = {id(r): f"row{k}" for k, r in enumerate(result.rows)}
     parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in table.columns) + "</tr>")
-    for r, (_, rec) in zip(result.rows, table.iterrows()):
+    for k, (r, (_, rec)) in enumerate(zip(result.rows, table.iterrows())):
         cells = []
         for col in table.columns:
             text = html.escape(str(rec[col]))
             if col == "verdict":
                 text = f"<span class='verdict' style='color:{COLOURS.get(r.verdict, '#222')}'>{text}</span>"
-            if col == "region" and result.rows.index(r) < MAX_FIGURES:
+            if col == "region" and k < MAX_FIGURES:
                 text = f"<a href='#{anchors[id(r)]}'>{text}</a>"
             cells.append(f"<td>{text}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")

@@ -19,7 +19,7 @@ def _compare(args: argparse.Namespace) -> int:
     at = sc.parse_at(args.at)
     a, b = sc.load_side(args.a), sc.load_side(args.b)
     result = sc.compare(a, b, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
-                        alpha=args.alpha, level=args.level)
+                        alpha=args.alpha, level=args.level, absolute=args.absolute)
     sys.stdout.write(sc.render(result, args.format))
     if args.html:
         from perfsweep.modeling.sweep_compare_html import write_html
@@ -50,6 +50,9 @@ def register_cli(sub) -> None:
     p.add_argument("--alpha", type=_level, default=sc.ALPHA,
                    help="family-wise error rate of the gating rows, Holm-corrected (default %(default)s)")
     p.add_argument("--level", type=_level, default=sc.LEVEL, help="of the ratios' intervals (default %(default)s)")
+    p.add_argument("--absolute", action="store_true",
+                   help="judge the raw ratios B/A (default: each row against its study's common shift, the median "
+                        "row's ratio, where the study has at least 5 rows: the host's speed between the sweeps)")
     p.add_argument("--format", choices=["text", "md", "csv", "json"], default="text")
     p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     p.set_defaults(func=_compare)

@@ -81,6 +81,7 @@ THRESHOLD = 0.05
 ALPHA = 0.05
 LEVEL = 0.9
 MIN_SHARE = 0.05  # rows below 5 % of the total time at the target do not gate (shown all the same)
+SHIFT_ROWS = 5  # a study with at least this many rows is judged against its common shift (below)
 TOTAL = "time"  # the metric whose total (region all, else the sum over regions) times are shares of
 EXTRAP_STUDY = "input"  # the one study of an Extra-P input (so that two inputs' call paths match)
 VERDICTS = ("regression", "improvement", "no significant change", "inconclusive")
@@ -280,6 +281,11 @@ class Row:
     impact: float  # (B - A) / A's total at the target
     gated: bool
     verdict: str = ""
+    se: float = math.nan  # of log B/A
+    shift: float = 1.0  # the study's common shift (B/A of its typical row) the verdict is judged against
+    relative: float = math.nan  # ratio / shift, and its interval: what the verdict judges
+    rel_low: float = math.nan
+    rel_high: float = math.nan
     notes: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # per parameter of B (target's order) A's column
     names_a: list[str] = field(default_factory=list)  # A's parameter names
@@ -292,7 +298,8 @@ class Row:
 
     def record(self) -> dict[str, Any]:
         return {"study": self.study, "region": self.region, "metric": self.metric, "verdict": self.verdict,
-                "gated": self.gated, "ratio": self.ratio, "low": self.low, "high": self.high,
+                "gated": self.gated, "ratio": self.ratio, "low": self.low, "high": self.high, "shift": self.shift,
+                "relative": self.relative, "relative_low": self.rel_low, "relative_high": self.rel_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "share": self.share, "impact": self.impact,
                 "scaling": self.scaling, "orders_a": self.orders_a, "orders_b": self.orders_b,
                 "lead_share_a": self.share_a, "lead_share_b": self.share_b,
@@ -312,6 +319,8 @@ class CompareResult:
     level: float
     min_share: float
     param_map: dict[str, str]
+    shifts: dict[str, float] = field(default_factory=dict)  # per study the common shift (1: none applied)
+    absolute: bool = False
 
     def exit_code(self) -> int:
         return 1 if any(r.gates() for r in self.rows) else 0
@@ -373,7 +382,7 @@ def parse_threshold(text: str) -> float:
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float] | None = None,
             param_map: dict[str, str] | None = None, min_share: float = MIN_SHARE, alpha: float = ALPHA,
-            level: float = LEVEL) -> CompareResult:
+            level: float = LEVEL, absolute: bool = False) -> CompareResult:
     """Match the two sides' studies, call paths, metrics and parameters by name and compare each pair."""
     param_map = dict(param_map or {})
     at = dict(at or {})
@@ -399,6 +408,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         raise CompareError(f"--at: {', '.join(sorted(unknown_at))} is not a parameter of {b.path} "
                            f"(it has {', '.join(sorted({p for ps in b.params.values() for p in ps}))})")
     rows: list[Row] = []
+    shifts: dict[str, float] = {}
     for study in [s for s in studies_a if s in studies_b]:
         names_a = [param_map.get(p, p) for p in a.params[study]]
         names_b = b.params[study]
@@ -417,8 +427,10 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
             continue
         target = _target(ea, eb, names_b, order, at, study)
         totals = (_totals(ea, target, order), _totals(eb, target, None))
-        for key in keys:
-            rows.append(_row(study, key, ea[key], eb[key], names_b, order, target, totals, threshold, level))
+        study_rows = [_row(study, key, ea[key], eb[key], names_b, order, target, totals, threshold, level)
+                      for key in keys]
+        shifts[study] = _judge(study_rows, threshold, level, absolute)
+        rows += study_rows
     if not rows:
         only = "; ".join(f"only in {side}: {what} {name}" for side, what, name in one_sided[:4])
         raise CompareError(f"{b.path}: nothing in common with {a.path} to compare (no study, region and metric of "
@@ -427,7 +439,8 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         row.gated = bool(row.share >= min_share)
     _decide(rows, threshold, alpha)
     rows.sort(key=lambda r: (not r.gated, -abs(r.impact) if math.isfinite(r.impact) else 0.0))
-    return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map)
+    return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map, shifts,
+                         absolute)
 
 
 def _is_results(side: Side) -> bool:
@@ -511,15 +524,6 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
     z = NormalDist().inv_cdf(0.5 + level / 2)
     log_r = math.log(ratio) if ratio > 0 else math.nan
     low, high = (math.exp(log_r - z * se), math.exp(log_r + z * se)) if math.isfinite(se) else (math.nan, math.nan)
-    band = math.log1p(threshold)
-    if math.isfinite(se) and se > 0:
-        p_up = _sf((log_r - band) / se)  # H0: ratio <= 1 + t (no increase beyond the threshold)
-        p_down = _sf((-log_r - band) / se)  # H0: ratio >= 1 / (1 + t)
-        p_value = min(1.0, 2 * min(p_up, p_down))
-    elif se == 0 and math.isfinite(log_r):
-        p_value = 0.0 if abs(log_r) > band else 1.0
-    else:
-        p_value = math.nan
     total_a = totals[0].get(metric, math.nan)
     total_b = totals[1].get(metric, math.nan)
     share = max(abs(pa) / total_a if total_a else math.nan, abs(pb) / total_b if total_b else math.nan)
@@ -530,9 +534,34 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
         notes.append("a rate: more is better")
     return Row(study, region, metric, str(ea.model), str(eb.model), _orders_text(ea.model, names, order),
                lead.format_orders(eb.model), ea.model.lead_share, eb.model.lead_share, scaling,
-               dict(zip(names, map(float, target))), pa, pb, ratio, low, high, p_value, p_value,
-               share if math.isfinite(share) else 0.0, impact, False, notes=notes, order=list(order),
+               dict(zip(names, map(float, target))), pa, pb, ratio, low, high, math.nan, math.nan,
+               share if math.isfinite(share) else 0.0, impact, False, se=se, notes=notes, order=list(order),
                names_a=list(ea.model.param_names), entry_a=ea, entry_b=eb)
+
+
+def _judge(rows: list[Row], threshold: float, level: float, absolute: bool) -> float:
+    """The study's common shift (1.0 with ``absolute`` or fewer than SHIFT_ROWS rows with a ratio), and
+    per row its ratio relative to it, the interval, and the p-value of "beyond the threshold"."""
+    logs = [math.log(r.ratio) for r in rows if math.isfinite(r.ratio) and r.ratio > 0]
+    shift = 1.0 if absolute or len(logs) < SHIFT_ROWS else math.exp(float(np.median(logs)))
+    band = math.log1p(threshold)
+    for r in rows:
+        r.shift = shift
+        r.relative, r.rel_low, r.rel_high = r.ratio / shift, r.low / shift, r.high / shift
+        log_r = math.log(r.relative) if r.relative > 0 else math.nan
+        if math.isfinite(r.se) and r.se > 0 and math.isfinite(log_r):
+            p_up = _sf((log_r - band) / r.se)  # H0: ratio <= 1 + t (no increase beyond the threshold)
+            p_down = _sf((-log_r - band) / r.se)  # H0: ratio >= 1 / (1 + t)
+            r.p_value = min(1.0, 2 * min(p_up, p_down))
+        elif r.se == 0 and math.isfinite(log_r):
+            r.p_value = 0.0 if abs(log_r) > band else 1.0
+        else:
+            r.p_value = math.nan
+        r.p_adjusted = r.p_value
+    if shift != 1.0:
+        for r in rows:
+            r.notes.append(f"judged against the study's common shift x{shift:.3f}")
+    return shift
 
 
 def _sf(z: float) -> float:
@@ -625,14 +654,14 @@ def _decide(rows: list[Row], threshold: float, alpha: float) -> None:
     band = math.log1p(threshold)
     for r in rows:
         more_is_better = is_rate_metric(r.metric)
-        if not (math.isfinite(r.p_adjusted) and math.isfinite(r.ratio) and r.ratio > 0):
+        if not (math.isfinite(r.p_adjusted) and math.isfinite(r.relative) and r.relative > 0):
             r.verdict = "inconclusive"
-        elif r.p_adjusted < alpha and abs(math.log(r.ratio)) > band:
-            up = r.ratio > 1
+        elif r.p_adjusted < alpha and abs(math.log(r.relative)) > band:
+            up = r.relative > 1
             r.verdict = "regression" if up != more_is_better else "improvement"
-        elif math.isfinite(r.low) and 1 / (1 + threshold) <= r.low and r.high <= 1 + threshold:
+        elif math.isfinite(r.rel_low) and 1 / (1 + threshold) <= r.rel_low and r.rel_high <= 1 + threshold:
             r.verdict = "no significant change"
-        elif not math.isfinite(r.low) and abs(math.log(r.ratio)) <= band:  # no spread at all: exact models
+        elif not math.isfinite(r.rel_low) and abs(math.log(r.relative)) <= band:  # no spread: exact models
             r.verdict = "no significant change"
         else:
             r.verdict = "inconclusive"
@@ -645,7 +674,7 @@ def _decide(rows: list[Row], threshold: float, alpha: float) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-COLUMNS = ["verdict", "study", "region", "metric", "ratio", "interval", "share", "impact", "scaling",
+COLUMNS = ["verdict", "study", "region", "metric", "ratio", "interval", "relative", "share", "impact", "scaling",
            "orders_a", "orders_b", "target", "notes"]
 
 
@@ -657,10 +686,12 @@ def display_table(result: CompareResult) -> pd.DataFrame:
             "study": r.study, "region": r.region, "metric": r.metric,
             "ratio": f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "-",
             "interval": f"[{r.low:.3f}, {r.high:.3f}]" if math.isfinite(r.low) else "-",
+            "relative": "-" if r.shift == 1.0 else f"{r.relative:.3f}" + (
+                f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else ""),
             "share": f"{r.share:.1%}", "impact": f"{r.impact:+.1%}" if math.isfinite(r.impact) else "-",
             "scaling": r.scaling, "orders_a": r.orders_a, "orders_b": r.orders_b,
             "target": ", ".join(f"{k}={v:g}" for k, v in r.target.items()),
-            "notes": "; ".join(n for n in r.notes if not n.startswith(("not gating", "scaling class worse"))),
+            "notes": "; ".join(n for n in r.notes if not n.startswith(("not gating", "scaling class worse", "judged"))),
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -673,6 +704,10 @@ def summary_lines(result: CompareResult) -> list[str]:
              f"threshold {result.threshold:.1%}, Holm-corrected at alpha {result.alpha:g}, "
              f"{result.level:.0%} intervals of B/A"]
     lines.append("# " + ", ".join(f"{k}: {v}" for k, v in c.items()))
+    for study, shift in result.shifts.items():
+        if shift != 1.0:
+            lines.append(f"# study {study}: common shift B/A x{shift:.3f} (the median row; the host's speed or a change "
+                         "of everything): verdicts judge each row's ratio relative to it (--absolute: the raw ratios)")
     for side, what, name in result.one_sided:
         lines.append(f"# only in {side} ({result.a if side == 'A' else result.b}): {what} {name}")
     if result.param_map:
@@ -690,7 +725,8 @@ def render(result: CompareResult, fmt: str = "text") -> str:
     if fmt == "json":
         return json.dumps({"a": result.a, "b": result.b, "threshold": result.threshold, "alpha": result.alpha,
                            "level": result.level, "min_share": result.min_share, "param_map": result.param_map,
-                           "correction": "holm", "exit_code": result.exit_code(), "counts": result.counts(),
+                           "correction": "holm", "absolute": result.absolute, "shifts": result.shifts,
+                           "exit_code": result.exit_code(), "counts": result.counts(),
                            "one_sided": [{"side": s, "what": w, "name": n} for s, w, n in result.one_sided],
                            "rows": [_strict(r.record()) for r in result.rows]}, indent=1) + "\n"
     if fmt == "csv":

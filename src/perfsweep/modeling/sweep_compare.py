@@ -36,11 +36,18 @@ Per row:
   ``scatter`` once more (the interval of two new measurements) counted it twice: on four pairs of
   tiny ljmd sweeps under a load of 6-12 on 2 cores it left a region slowed by 20 % inconclusive
   ([1.10, 1.80] where it is [1.21, 1.63] without), and the replicate pairs gave no false alarm
-  either way. Using the stored resamples
-  costs one evaluation per resample and keeps 1,000 call paths within seconds
-  (bench/compare_scale.py); refitting both sweeps per resample would cost minutes.
-- **verdict**: the two one-sided tests of "the change is beyond the threshold" (ratio above 1 +
-  threshold for a regression, below 1 / (1 + threshold) for an improvement; directions swapped for
+  either way. Using the stored resamples costs one evaluation per resample and keeps 1,000 call
+  paths within seconds (bench/compare_scale.py); refitting both sweeps per resample would cost minutes.
+- **common shift**: a study with at least ``SHIFT_ROWS`` rows is judged against the median of its rows'
+  ratios (``--absolute``: not). On a shared host two sweeps of the same code move as a whole with the
+  load: of seven tiny ljmd sweeps run one after another here, two took 156 s and 87 s instead of 61 s,
+  every region 1.5-1.9x slower, and 5 of their 21 pairs were "regressions" by the raw ratios (1 with
+  the shift). A change in a few regions leaves the median where the others are; a change of every
+  region alike (the host, or a compiler that slows everything) is reported on its own line and does
+  not gate. A row's ``relative`` ratio is its ratio over the shift, with the interval divided alike
+  (the median's own uncertainty is not added).
+- **verdict**: the two one-sided tests of "the change is beyond the threshold" (the relative ratio
+  above 1 + threshold for a regression, below 1 / (1 + threshold) for an improvement; directions swapped for
   a rate, where more is better) give a p-value; the rows that gate (share of the total at the target
   >= ``min_share``) are corrected together by Holm's step-down method, which bounds the chance of
   *any* false regression among them (the family-wise error rate) at ``alpha``: a CI gate fails a

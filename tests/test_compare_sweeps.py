@@ -4,8 +4,10 @@ with and without a known change, two Extra-P inputs, the statistics on synthetic
 The sweeps are tiny (one study T(n), 5 sizes, 5 repetitions of 150 steps: tens of seconds each). Each
 "after" sweep runs at the same time as its own "before" (``perfsweep run --cores 1`` each, from its
 own directory): on this shared 2-core host the load of the other work changes by 2-3x within minutes,
-and sweeps run one after the other then differ by what the host did in between (a replicate pair
-measured 16:28 and 16:29 differed by 29 % in compute time); run side by side, both see the same host.
+and sweeps run one after the other then differ by what the host did in between (two replicate sweeps
+minutes apart differed by 29 % in compute time); run side by side, both see the same host. A 20 %
+slowdown still needs runs whose noise is not far above it: with single runs varying by 30 % the test
+below saw an interval of [0.71, 1.97] once.
 """
 
 import json

@@ -75,6 +75,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -485,13 +486,13 @@ def _predict(model: Model, x: np.ndarray, cache: dict | None = None) -> float:
     """The model at one point ``x``; each term evaluated once per ``cache`` (resamples share terms)."""
     cache = {} if cache is None else cache
     total = float(model.coefficients[0])
-    with np.errstate(all="ignore"):
-        for c, term in zip(model.coefficients[1:], model.terms):
-            value = cache.get(id(term))  # (the terms outlive the cache)
-            if value is None:
+    for c, term in zip(model.coefficients[1:], model.terms):
+        value = cache.get(id(term))  # (the terms outlive the cache)
+        if value is None:
+            with np.errstate(all="ignore"):
                 value = cache[id(term)] = float(term.values(x[None])[0])
-            total += float(c) * value
-        return (1.0 / total if total else math.inf) if model.reciprocal else total
+        total += float(c) * value
+    return (1.0 / total if total else math.inf) if model.reciprocal else total
 
 
 def _totals(entries: dict, target: np.ndarray, order: list[int] | None) -> dict[str, float]:
@@ -502,8 +503,9 @@ def _totals(entries: dict, target: np.ndarray, order: list[int] | None) -> dict[
     for (region, metric), e in entries.items():
         if region == "all":
             out[metric] = abs(_predict(e.model, x))
+    with_all = set(out)
     for (region, metric), e in entries.items():
-        if not any(r == "all" and m == metric for r, m in entries):
+        if metric not in with_all:
             out[metric] = out.get(metric, 0.0) + abs(_predict(e.model, x))
     if TOTAL in out:
         out.update({metric: out[TOTAL] for metric in out if is_time_metric(metric)})
@@ -591,12 +593,10 @@ def _leaves(rows: list[Row]) -> list[Row]:
     phases), not ``step`` beside ``step/forces``, not ``main`` beside ``main->solve``. An aggregate moves
     with whatever it contains, so a change of a region that is most of the time would move most rows
     and pass for a common shift (a force region slowed 20 % moved all, step and compute with it)."""
-    regions = {r.region for r in rows}
-
-    def contains(outer: str, inner: str) -> bool:
-        return outer != inner and (outer == "all" or inner.startswith((outer + "/", outer + "->")))
-
-    return [r for r in rows if r.region != "all" and not any(contains(r.region, other) for other in regions)]
+    outer = set()  # every region's enclosing regions, by its name
+    for region in {r.region for r in rows}:
+        outer.update(region[:m.start()] for m in re.finditer("/|->", region))
+    return [r for r in rows if r.region != "all" and r.region not in outer]
 
 
 def _sf(z: float) -> float:

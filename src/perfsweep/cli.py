@@ -13,6 +13,8 @@
     perfsweep models FILE [--out DIR]    models of every call path and metric of an Extra-P file
                                          (text, JSON, JSON Lines) or a directory of Score-P CUBE profiles
     perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
+    perfsweep compare A B [--threshold 5%] [--at n=8000] [--html PATH]
+                                         two sweeps' models side by side: exit 1 on a regression
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -469,8 +471,14 @@ def _register_plan(sub) -> None:
     register_cli(sub)
 
 
+def _register_compare(sub) -> None:
+    from perfsweep.modeling.compare_cli import register_cli
+
+    register_cli(sub)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan]
+_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan, _register_compare]
 
 
 def _positive_int(text: str) -> int:

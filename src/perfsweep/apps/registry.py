@@ -65,6 +65,10 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "start": ParamSpec(str, 0, False, "initial state", LJMD_STARTS),
             "release-memory": ParamSpec(bool, 0, False, "leave glibc's malloc thresholds at their defaults"),
             "out-dir": ParamSpec(str, 0, False, "where rank 0 writes trajectory and energies"),
+            # a known change, so that a sweep "after" can be compared with one "before" (perfsweep compare)
+            "slow-region": ParamSpec(str, 0, False, "stretch a per-step region's time: REGION=FACTOR, e.g. forces=1.2"),
+            "all-pairs": ParamSpec(str, 0, False, "an extra all-pairs pass (cost like n^2) in a region",
+                                   ("neighbours", "forces", "integrate")),
         },
     ),
     "rmsd": BuiltinApp(

@@ -1,11 +1,13 @@
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from conftest import runner_argv
 from perfsweep.config import load_config
+from perfsweep.cluster.launch import resolve
 from perfsweep.runner import RunSpec, execute, main
 
 PY = sys.executable
@@ -127,8 +129,9 @@ def test_launcher_template_expands_processes(tmp_path):
            "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path)}
     sweep = load_config(cfg, "t.yaml")
     spec = spec_of(sweep, 1)
-    assert spec.command[1:3] == ["-n", "2"] and spec.command[0].endswith("mpiexec")
-    assert spec.command[3:6] == [sys.executable, "-m", "perfsweep.apps.ljmd"]
+    assert spec.command[:6] == ["{mpiexec}", "-n", "2", "{python}", "-m", "perfsweep.apps.ljmd"]
+    # where the tools live is resolved when the run starts: the mpiexec beside the runner's Python
+    assert resolve(spec.command)[:4] == [str(Path(sys.executable).with_name("mpiexec")), "-n", "2", sys.executable]
     assert "--p" not in spec.command and spec.command[-2:] == ["--steps", "3"]
 
 
@@ -142,7 +145,7 @@ def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all
     assert command[-5:] == ["--release-memory", "--start", "lattice", "--steps", "1"]
     # the app itself accepts it (argparse: a store_true flag takes no value)
     app = command[command.index("perfsweep.apps.ljmd") - 2:]
-    assert subprocess.run([*app, "--report", str(tmp_path / "r.json")], capture_output=True).returncode == 0
+    assert subprocess.run([*resolve(app), "--report", str(tmp_path / "r.json")], capture_output=True).returncode == 0
     cfg["app"]["args"]["release-memory"] = False
     assert "--release-memory" not in spec_of(load_config(cfg, "t.yaml")).command
 
@@ -174,7 +177,7 @@ def test_inside_a_slurm_job_the_cluster_launcher_starts_the_ranks(tmp_path, monk
     spec = RunSpec.build(sweep, sweep.studies[0].configurations()[1], 0)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     command, env = launch_command(spec)
-    assert command == spec.command and command[0].endswith("mpiexec") and env is None
+    assert command == spec.command and command[0] == "{mpiexec}" and env is None
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("SLURM_TASKS_PER_NODE", "1(x2)")  # the allocation is known: no scontrol call
     command, env = launch_command(spec)

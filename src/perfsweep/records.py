@@ -46,7 +46,7 @@ from perfsweep.errors import UserError
 RUN_SCHEMA = "perfsweep.run/1"
 # records that the sweep's launch now would not make (perfsweep.runner.RunSpec.launched): plan counts
 # them as still to run, the workflow sets them aside and measures them again (perfsweep.recovery)
-OTHER_LAUNCH = ("of another launch (app, args, launcher, output patterns or the Python that runs it since "
+OTHER_LAUNCH = ("of another launch (app, args, launcher or output patterns since "
                 "changed, or timed out under a shorter timeout, or failed with fewer attempts than retries now allows)")
 
 

@@ -14,6 +14,8 @@ from perfsweep.runner import RunSpec
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
 # runs Snakemake. The conda environment does not install perfsweep: its jobs import it from this
 # checkout (PYTHONPATH, inherited by every job; not a param, so a moved checkout reruns nothing).
+# PYTHON, the run jobs' Python, is not a param either (the shell command names it, a global): where the
+# tools live is no part of a run's identity, so a venv made again elsewhere measures nothing again.
 ENV = "../../envs/perfsweep.yaml"
 PYTHON = sys.executable
 if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:

@@ -135,6 +135,28 @@ def test_launcher_template_expands_processes(tmp_path):
     assert "--p" not in spec.command and spec.command[-2:] == ["--steps", "3"]
 
 
+def test_where_the_python_and_mpiexec_live_is_no_part_of_a_runs_identity(tmp_path):
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5},
+           "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path), "launcher": "{mpiexec} -n {p}"}
+    spec = spec_of(load_config(cfg, "t.yaml"))
+    mpiexec = str(Path(sys.executable).with_name("mpiexec"))
+    assert sys.executable not in spec.to_json() and mpiexec not in spec.to_json()  # Snakemake's params
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["status"] == "ok", rec["error"]
+    launch = rec["launch"]  # as run (provenance) and as the spec gives it (identity)
+    assert launch["command"][:2] == [mpiexec if Path(mpiexec).exists() else "mpiexec", "-n"]
+    assert launch["command"][3] == sys.executable and launch["spec_command"][:-2] == spec.command
+    assert launch["command"][:-2] == resolve(spec.command) and launch["command"][-2:] == launch["spec_command"][-2:]
+    elsewhere = ["/elsewhere/.venv/bin/mpiexec", "-n", "1", "/elsewhere/.venv/bin/python", *launch["command"][4:]]
+    assert spec.launched({**rec, "launch": {**launch, "command": elsewhere}})  # a moved checkout, a new venv
+    assert not spec_of(load_config({**cfg, "launcher": "{mpiexec} -bind-to core -n {p}"}, "t.yaml")).launched(rec)
+    assert not spec_of(load_config({**cfg, "launcher": "mpiexec -n {p}"}, "t.yaml")).launched(rec)
+    assert not spec_of(load_config({**cfg, "app": {"name": "ljmd", "args": {"steps": 3}}}, "t.yaml")).launched(rec)
+    # a record made before spec_command: its command against the spec resolved here
+    old = {k: v for k, v in launch.items() if k != "spec_command"}
+    assert spec.launched({**rec, "launch": old}) and not spec.launched({**rec, "launch": {**old, "command": elsewhere}})
+
+
 def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all(tmp_path):
     import subprocess
 

@@ -45,7 +45,7 @@ if SWEEP.bundle == "repetitions":
             resources:
                 **get_run_resources(_study.name),
             shell:
-                "{PYTHON:q} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
+                "{resources.run_python:q} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
                 " --attempt {resources.attempt}"
                 " --retries {resources.run_retries} --manifest {output.manifest:q} 2>> {log:q}"
 
@@ -66,6 +66,6 @@ else:
         resources:
             **get_run_resources(),
         shell:
-            "{PYTHON:q} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            "{resources.run_python:q} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
             " --timeout {resources.run_timeout} --attempt {resources.attempt} --retries {resources.run_retries}"
             " 2>> {log:q}"

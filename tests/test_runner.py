@@ -152,9 +152,14 @@ def test_where_the_python_and_mpiexec_live_is_no_part_of_a_runs_identity(tmp_pat
     assert not spec_of(load_config({**cfg, "launcher": "{mpiexec} -bind-to core -n {p}"}, "t.yaml")).launched(rec)
     assert not spec_of(load_config({**cfg, "launcher": "mpiexec -n {p}"}, "t.yaml")).launched(rec)
     assert not spec_of(load_config({**cfg, "app": {"name": "ljmd", "args": {"steps": 3}}}, "t.yaml")).launched(rec)
-    # a record made before spec_command: its command against the spec resolved here
+    # a record made before spec_command: its command, the spec's resolved wherever the tools lived
     old = {k: v for k, v in launch.items() if k != "spec_command"}
-    assert spec.launched({**rec, "launch": old}) and not spec.launched({**rec, "launch": {**old, "command": elsewhere}})
+    assert spec.launched({**rec, "launch": old}) and spec.launched({**rec, "launch": {**old, "command": elsewhere}})
+    bare = ["mpiexec", "-n", "1", "/usr/bin/python3.11", *launch["command"][4:]]  # PATH's mpiexec, another Python
+    assert spec.launched({**rec, "launch": {**old, "command": bare}})
+    for other in (["/x/mpiexec", "-bind-to", "core", "-n", "1", *elsewhere[3:]], [*elsewhere[:-4], "--steps", "3"],
+                  ["/x/mpirun", *elsewhere[1:]], [*elsewhere[:3], "/x/perl", *elsewhere[4:]]):
+        assert not spec.launched({**rec, "launch": {**old, "command": other}})
 
 
 def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all(tmp_path):

@@ -35,7 +35,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.cluster.launch import MPIEXEC, PYTHON, available_cores, resolve
+from perfsweep.cluster.launch import MPIEXEC, PYTHON, available_cores, resolve, resolved_from
 from perfsweep.records import RUN_SCHEMA, archive_name, atomic_file, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -91,7 +91,7 @@ class RunSpec:
     def launched(self, record: dict[str, Any]) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
         makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
-        part of it; a record before it: its ``command`` against the spec's resolved here), or inside a SLURM
+        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a SLURM
         job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run) aside; its
         output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter timeout than this spec's (``launch.timeout``;
         records made before it was recorded: their wall time); and not a failure with fewer attempts
@@ -111,9 +111,9 @@ class RunSpec:
                 return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
             command = command[:-2]
-        commands = [self.command, (self.cluster or {}).get("command")]
+        commands = [c for c in (self.command, (self.cluster or {}).get("command")) if c]
         if "spec_command" not in launch:
-            commands = [resolve(c) for c in commands if c]
+            return any(resolved_from(command, c) for c in commands)
         return command in commands
 
     @classmethod

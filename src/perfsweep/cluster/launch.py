@@ -57,6 +57,22 @@ def resolve(command: list[str]) -> list[str]:
     return [arg.replace(PYTHON, tools[PYTHON]).replace(MPIEXEC, tools[MPIEXEC]) for arg in command]
 
 
+def resolved_from(command: list[str], spec_command: list[str]) -> bool:
+    """Whether ``command`` is ``spec_command`` resolved by some process (:func:`resolve`): PYTHON as a
+    Python and MPIEXEC as an mpiexec wherever they lived (a record made before records kept the command
+    as the spec gives it)."""
+    tools = {re.escape(PYTHON): r"(?:.*/)?python[0-9.]*", re.escape(MPIEXEC): r"(?:.*/)?mpiexec"}
+    if len(command) != len(spec_command):
+        return False
+    for arg, spec_arg in zip(command, spec_command):
+        pattern = re.escape(spec_arg)
+        for token, tool in tools.items():
+            pattern = pattern.replace(token, tool)
+        if not re.fullmatch(pattern, arg):
+            return False
+    return True
+
+
 @dataclass(frozen=True)
 class ClusterSettings:
     """The config's ``cluster:`` section (schema: perfsweep/schemas/config.schema.yaml)."""

@@ -55,7 +55,7 @@ def make_venv(dest: Path) -> Path:
     for name in ("mpiexec", "hydra_pmi_proxy"):
         if (BIN / name).exists():
             (venv / "bin" / name).symlink_to(BIN / name)
-    for entry in (BIN.parent / "lib").iterdir():
+    for entry in (BIN.parent / "lib").iterdir() if (BIN.parent / "lib").is_dir() else ():
         if not entry.name.startswith("python") and not (venv / "lib" / entry.name).exists():
             (venv / "lib" / entry.name).symlink_to(entry)
     return venv / "bin"

@@ -91,11 +91,12 @@ class RunSpec:
     def launched(self, record: dict[str, Any]) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
         makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
-        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a SLURM
-        job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run) aside; its
-        output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter timeout than this spec's (``launch.timeout``;
-        records made before it was recorded: their wall time); and not a failure with fewer attempts
-        than this spec's retries allow (its last ``attempt`` < retries + 1)."""
+        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a
+        SLURM job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run)
+        aside; its output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter
+        timeout than this spec's (``launch.timeout``; records made before it was recorded: their wall
+        time); and not a failure with fewer attempts than this spec's retries allow (its last ``attempt``
+        < retries + 1)."""
         launch = record.get("launch") or {}
         command = launch.get("spec_command", launch.get("command"))
         if not isinstance(command, list):
@@ -137,8 +138,8 @@ class RunSpec:
                 for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
                     command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
                 return command
-            text = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # (MPIEXEC)
-            text = app["command"].replace("{launcher}", text)
+            escaped = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # MPIEXEC's
+            text = app["command"].replace("{launcher}", escaped)
             return shlex.split(text.format(**fmt))
 
         cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))

@@ -35,7 +35,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.cluster.launch import available_cores
+from perfsweep.cluster.launch import MPIEXEC, PYTHON, available_cores, resolve, resolved_from
 from perfsweep.records import RUN_SCHEMA, archive_name, atomic_file, is_time, write_json_atomic
 
 if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
@@ -90,13 +90,15 @@ class RunSpec:
 
     def launched(self, record: dict[str, Any]) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
-        makes: its command, or inside a SLURM job the cluster launcher's, with a built-in app's
-        ``--report`` file (a temp file per run) aside; its output read as this spec reads it
-        (:data:`READ_WITH`); not a timeout under a shorter timeout than this spec's (``launch.timeout``;
-        records made before it was recorded: their wall time); and not a failure with fewer attempts
-        than this spec's retries allow (its last ``attempt`` < retries + 1)."""
+        makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
+        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a
+        SLURM job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run)
+        aside; its output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter
+        timeout than this spec's (``launch.timeout``; records made before it was recorded: their wall
+        time); and not a failure with fewer attempts than this spec's retries allow (its last ``attempt``
+        < retries + 1)."""
         launch = record.get("launch") or {}
-        command = launch.get("command")
+        command = launch.get("spec_command", launch.get("command"))
         if not isinstance(command, list):
             return False
         if any(key in launch and launch[key] != getattr(self, key) for key in READ_WITH):
@@ -110,7 +112,10 @@ class RunSpec:
                 return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
             command = command[:-2]
-        return command == self.command or command == (self.cluster or {}).get("command")
+        commands = [c for c in (self.command, (self.cluster or {}).get("command")) if c]
+        if "spec_command" not in launch:
+            return any(resolved_from(command, c) for c in commands)
+        return command in commands
 
     @classmethod
     def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
@@ -126,14 +131,15 @@ class RunSpec:
 
         def assemble(prefix: list[str]) -> list[str]:
             if "name" in app:
-                command = [*prefix, sys.executable, "-m", BUILTIN_APPS[app["name"]].module]
+                command = [*prefix, PYTHON, "-m", BUILTIN_APPS[app["name"]].module]
                 for name, value in params.items():
                     if name != sweep.processes:
                         command += [f"--{name}", fmt[name]]
                 for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
                     command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
                 return command
-            text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in prefix))
+            escaped = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # MPIEXEC's
+            text = app["command"].replace("{launcher}", escaped)
             return shlex.split(text.format(**fmt))
 
         cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))
@@ -159,11 +165,10 @@ class RunSpec:
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS_COUNT) -> list[str]:
-    """Expand the launcher template; ``{mpiexec}`` is the mpiexec installed beside this Python."""
-    mpiexec = Path(sys.executable).with_name("mpiexec")
+    """Expand the launcher template; ``{mpiexec}`` stays MPIEXEC, resolved when the run starts."""
     values = dict(fmt)
     values.setdefault(PROCESS_COUNT, fmt.get(processes, "1"))
-    values["mpiexec"] = str(mpiexec) if mpiexec.exists() else "mpiexec"
+    values["mpiexec"] = MPIEXEC
     return shlex.split(template.format(**values))
 
 
@@ -179,7 +184,8 @@ def cluster_launch(sweep: SweepConfig, params: dict[str, Any], fmt: dict[str, st
 
 
 def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
-    """The command and environment of this run: inside a SLURM job the cluster launcher's."""
+    """The command (unresolved: see resolve) and environment of this run: inside a SLURM job the
+    cluster launcher's."""
     if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
         return list(spec.command), None
     from perfsweep.cluster.launch import launch_env
@@ -304,7 +310,8 @@ def _stat_key(path: str) -> tuple[int, int, int] | None:
 
 
 def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str | None) -> dict[str, Any]:
-    """What a run's record says before its app ends: the run, the attempt and its launch."""
+    """What a run's record says before its app ends: the run, the attempt and its launch: the command
+    as run (``command``, resolved) and as the spec gives it (``spec_command``: :meth:`RunSpec.launched`)."""
     return {
         "schema": RUN_SCHEMA,
         "run_id": spec.run_id,
@@ -314,7 +321,8 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "parameters": spec.params,
         "attempt": attempt,
         "started_at": started_at,
-        "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout,
+        "launch": {"command": resolve(command), "spec_command": command, "launcher": spec.launcher,
+                   "cwd": os.getcwd(), "timeout": spec.timeout,
                    **{key: getattr(spec, key) for key in READ_WITH}},
         "host": socket.gethostname(),
         "cores": available_cores(),  # the CPUs the run had: ranks beyond them are oversubscribed
@@ -342,7 +350,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             with scorep.environment(spec.profile):
                 if env is not None and spec.profile:  # the cluster launcher's environment, made before
                     env = {**env, scorep.ENV: os.environ[scorep.ENV]}
-                rc, out, err, wall = _run_process(command, spec.timeout, env)
+                rc, out, err, wall = _run_process(record["launch"]["command"], spec.timeout, env)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop

@@ -214,7 +214,7 @@ def test_documented_commands_run(user_dir):
     assert "pip install" not in out["make run"]  # the venv was set up: nothing installed
     # validate and plan say what would be measured; the later runs of the same sweep measure nothing again
     assert "30 runs" in out[".venv/bin/perfsweep validate my.yaml"], out[".venv/bin/perfsweep validate my.yaml"]
-    assert "T_n_p" in out[".venv/bin/perfsweep plan my.yaml"]
+    assert "30 runs (30 measured)" in out[".venv/bin/perfsweep plan my.yaml"], out[".venv/bin/perfsweep plan my.yaml"]
     assert len(list((results / "runs" / "T_n_p").glob("*/rep*.json"))) == 30
     # the zip report carries each model's full-size figures
     assert (results / "report.zip").stat().st_size > 0 and any((results / "figures" / "T_n_p" / "models").glob("*.png"))

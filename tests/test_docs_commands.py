@@ -2,7 +2,10 @@
 directory, on a small sweep where the documented command sweeps), or covered by a named existing test
 that runs that command (COVERED: the test is checked to exist and to name the command's words), or the
 block is marked in the markdown as needing a cluster (an HTML comment ``<!-- needs: slurm -->`` on the
-line before it). A new command block that is none of these fails test_every_command_is_run_covered_or_marked."""
+line before it). A page may also name the test that runs a block's commands on the line before it,
+``<!-- covered-by: tests/test_x.py::test_name -->`` (checked like COVERED: the test exists and its file
+names each command's subcommand). A new command block that is none of these fails
+test_every_command_is_run_covered_or_marked."""
 
 import json
 import os
@@ -21,6 +24,7 @@ from conftest import BIN, REPO
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 SHELL = {"", "sh", "bash", "shell", "console"}  # info strings of fenced blocks that hold commands
 MARK = re.compile(r"<!--\s*needs:\s*([\w -]+?)\s*-->")
+COVERED_MARK = re.compile(r"<!--\s*covered-by:\s*(\S+?)\s*-->")
 NEEDS = {"slurm"}  # what a block may be marked as needing
 
 
@@ -31,6 +35,7 @@ class Block:
     lang: str
     text: str
     needs: str | None
+    covered_by: str | None = None
 
     @property
     def where(self) -> str:
@@ -42,18 +47,19 @@ def code_blocks(doc: Path) -> list[Block]:
     lines = doc.read_text().split("\n")
     blocks, i = [], 0
 
-    def marker(at: int) -> str | None:
+    def marker(at: int, mark=MARK) -> str | None:
         j = at - 1
         while j >= 0 and not lines[j].strip():
             j -= 1
-        found = MARK.search(lines[j]) if j >= 0 else None
+        found = mark.search(lines[j]) if j >= 0 else None
         return found.group(1) if found else None
 
     while i < len(lines):
         fence = re.match(r"^(\s*)```(\S*)\s*$", lines[i])
         if fence:
             end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == "```")
-            blocks.append(Block(doc, i + 2, fence.group(2), "\n".join(lines[i + 1:end]), marker(i)))
+            blocks.append(Block(doc, i + 2, fence.group(2), "\n".join(lines[i + 1:end]), marker(i),
+                                marker(i, COVERED_MARK)))
             i = end + 1
             continue
         prev = lines[i - 1] if i else ""
@@ -85,7 +91,7 @@ def documented() -> dict[str, list[Block]]:
     found: dict[str, list[Block]] = {}
     for doc in DOCS:
         for block in code_blocks(doc):
-            if block.lang in SHELL and block.needs is None:
+            if block.lang in SHELL and block.needs is None and block.covered_by is None:
                 for cmd in commands(block):
                     found.setdefault(cmd, []).append(block)
     return found
@@ -131,6 +137,20 @@ def test_every_command_is_run_covered_or_marked():
     unhandled = {cmd: [b.where for b in blocks] for cmd, blocks in found.items() if cmd not in RUN and cmd not in COVERED}
     assert not unhandled, ("command blocks that no test runs: add them to RUN or COVERED in "
                            f"tests/test_docs_commands.py, or mark the block <!-- needs: slurm -->: {unhandled}")
+
+
+def test_a_page_names_a_test_that_exists_and_runs_its_commands():
+    for doc in DOCS:
+        for block in code_blocks(doc):
+            if block.covered_by is None:
+                continue
+            path, _, name = block.covered_by.partition("::")
+            assert (REPO / path).is_file() and name, f"{block.where}: covered-by {block.covered_by}: no such test"
+            text = (REPO / path).read_text()
+            assert re.search(rf"^def {name}\(", text, re.M), f"{block.where}: {block.covered_by} does not exist"
+            for cmd in commands(block):
+                words = cmd.split()
+                assert len(words) > 1 and f'"{words[1]}"' in text, f"{block.where}: {path} never runs {cmd!r}"
 
 
 def test_marks_name_a_cluster_and_precede_a_command_block():

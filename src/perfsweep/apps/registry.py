@@ -39,8 +39,12 @@ PROCESS_COUNT = "p"
 
 # what a run reports besides an app's own metrics: its time, and each rank's phases (app-report format):
 # the phases an app times (apps.instrument.RankTimer.phase), the rest of the rank's time, and its total.
-# Every one is collected, aggregated, modelled and drawn per rank (README: Extending perfsweep).
+# Every one is collected, aggregated, modelled and drawn per rank (docs/how-to/extend.md).
 MEASURED_PHASES = ("init", "compute", "io", "comm")
+# the phases in which a rank waits for the others (a collective, a barrier, a wait for messages): not busy
+# time. Stragglers are found on busy time (perfsweep.metrics.observables: t_busy = t_N - these phases), so
+# a waiting phase left out of this list makes the ranks that waited for a slow one look slow themselves.
+WAITING_PHASES = ("comm",)
 RANK_PHASES = (*MEASURED_PHASES, "other", "total")
 RUN_METRICS = ("time", *RANK_PHASES)
 

@@ -271,6 +271,37 @@ def test_mismatched_parameters_without_a_map_is_one_line(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
+def test_the_how_tos_commands_run_as_written(tmp_path):
+    """docs/how-to/compare-sweeps.md's first command block, run line by line in a directory that holds
+    what it names: two results directories (a region 20 % slower after), one whose parameter has another
+    name, and two of Extra-P's own inputs."""
+    doc = (REPO / "docs" / "how-to" / "compare-sweeps.md").read_text()
+    block = doc.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(commands) == 5 and all(c.startswith("perfsweep compare ") for c in commands)
+    synthetic_side(tmp_path, "before/results", {}, seed=11)
+    synthetic_side(tmp_path, "after/results", {"r5": 1.2}, seed=12)
+    new = synthetic_side(tmp_path, "new/results", {}, seed=13)
+    old = synthetic_side(tmp_path, "old/results", {}, seed=14)
+    entries = json.loads((old / "models" / "S" / "models.json").read_text())
+    for e in entries:
+        e["model"]["param_names"] = ["size"]
+        e["model"]["extrapolation"] = {"size": v for v in e["model"].get("extrapolation", {}).values()}
+    (old / "models" / "S" / "models.json").write_text(json.dumps(entries))
+    (old / "tables" / "S" / "aggregate.csv").unlink()
+    for k in (1, 2):
+        (tmp_path / f"run{k}.jsonl").write_bytes((EXTRAP / "jsonlines" / f"test{k}.jsonl").read_bytes())
+    env = {**os.environ, "PATH": f"{PERFSWEEP.parent}{os.pathsep}{os.environ['PATH']}"}
+    codes = {}
+    for command in commands:
+        proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, (command, proc.returncode, proc.stderr)
+        codes[command] = proc.returncode
+    assert codes[commands[0]] == 1  # r5 20 % slower: a regression
+    assert (tmp_path / "compare.html").stat().st_size > 0 and "| verdict |" in (tmp_path / "compare.md").read_text()
+    assert codes[commands[3]] == 0 and new.is_dir()
+
+
 def test_ljmd_known_change_options_are_checked():
     bad = subprocess.run([sys.executable, "-m", "perfsweep.apps.ljmd", "--n", "100", "--m", "1", "--d", "0.5",
                           "--c", "1.5", "--slow-region", "forces=0.5"], capture_output=True, text=True,

@@ -28,7 +28,7 @@ test-fast: setup
 dryrun-paper: setup
 	$(BIN)/snakemake -n -q --configfile config/ms2-paper.yaml
 
-# Paper reproductions, one command each (see README)
+# Paper reproductions, one command each (see docs/how-to/papers.md)
 paper-ms2: setup
 	$(BIN)/perfsweep run config/ms2-paper-small.yaml --cores $(CORES)
 

@@ -3,13 +3,15 @@ record of a run SLURM ended (perfsweep.cluster.ended). The real cluster runs are
 
 import json
 import os
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from conftest import runner_argv
 from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
-from perfsweep.cluster.launch import ClusterSettings, expand_hostlist, parse_job, placement
+from perfsweep.cluster.launch import MPIEXEC, ClusterSettings, expand_hostlist, parse_job, placement, resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.runner import main
@@ -26,7 +28,8 @@ def test_launcher_per_mpi_flavour():
     assert ClusterSettings().launcher_argv(4, 1, values) == ["srun", "--mpi=pmi2", "-n", "4"]
     assert ClusterSettings(srun_mpi="pmix").launcher_argv(4, 2, values) == ["srun", "--mpi=pmix", "-n", "4", "-c", "2"]
     mpich = ClusterSettings(launcher="mpich").launcher_argv(4, 1, values)
-    assert mpich[0].endswith("mpiexec") and mpich[1:] == ["-n", "4"]
+    assert mpich == [MPIEXEC, "-n", "4"]  # resolved when the run starts: the mpiexec beside its Python
+    assert resolve(mpich) == [str(Path(sys.executable).with_name("mpiexec")), "-n", "4"]
     assert ClusterSettings(launcher="openmpi", mpirun="/opt/ompi/bin/mpirun").launcher_argv(4, 1, values) == [
         "/opt/ompi/bin/mpirun", "-n", "4"]
     assert ClusterSettings(launcher="openmpi").launcher_argv(2, 3, values)[3:] == ["--map-by", "slot:PE=3"]

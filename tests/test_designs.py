@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from perfsweep import adaptive, plan_state, planning
+from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.records import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
@@ -164,7 +165,8 @@ def write_records(results, study, configs, func, k=3, rng=None, wall=0.5, sweep=
             if sweep is not None:
                 spec = RunSpec.build(sweep, c, rep)
                 extra = ["--report", f"/tmp/perfsweep-run-{rep}/report.json"] if spec.report_path == "{report}" else []
-                rec["launch"] = {"command": [*spec.command, *extra], "launcher": spec.launcher}
+                command = [*spec.command, *extra]
+                rec["launch"] = {"command": resolve(command), "spec_command": command, "launcher": spec.launcher}
             write_json_atomic(results / "runs" / study.name / c.config_id / f"rep{rep}.json", rec)
 
 

@@ -15,10 +15,14 @@ import yaml
 
 from conftest import BIN, REPO
 from test_plots import assert_figure
+from perfsweep.report_check import report_categories
 
 pytestmark = pytest.mark.slow
 
-TOY_APP = '''"""A toy MPI app (tests/test_extending.py): size/p steps of work, then size steps in phase sync."""
+EXTEND_DOC = REPO / "docs" / "how-to" / "extend.md"
+
+TOY_APP = '''"""A toy MPI app (tests/test_extending.py): size/p steps of work on every rank, and on the last rank
+(the straggler) size steps more; the other ranks wait for it at a barrier, in phase sync."""
 
 import argparse
 import sys
@@ -37,8 +41,9 @@ def main(argv=None):
     timer = RankTimer()
     with timer.phase("compute"):
         total = sum(i * i for i in range(args.size * 1000 // comm.Get_size()))
-    with timer.phase("sync"):  # e.g. the time a rank spends synchronizing with the others
-        total += sum(i for i in range(args.size * 20000))  # ms of work that grow with size, above the noise of Barrier
+        if comm.Get_rank() == comm.Get_size() - 1:  # ms of work that grow with size, above the noise of Barrier
+            total += sum(i for i in range(args.size * 20000))
+    with timer.phase("sync"):  # the time a rank spends waiting for the others
         comm.Barrier()
     write_app_report(comm, timer, args.report, app="toy", parameters={"size": args.size, "p": comm.Get_size()},
                      extra={"total": total})
@@ -64,11 +69,10 @@ def toy_bars(medians: pd.DataFrame, path) -> None:
 
 
 def listed_files(kind: str) -> list[str]:
-    """The files README's "Extending perfsweep" names for adding ``kind`` (its bullet's backticked paths)."""
-    text = (REPO / "README.md").read_text()
-    section = text.split("## Extending perfsweep", 1)[1].split("\n## ", 1)[0]
-    item = re.search(rf"^\*\*A{'n' if kind[0] in 'aeiou' else ''} {kind}\*\*.*?(?=^\*\*|\Z)", section, re.M | re.S)
-    assert item, f"README: no item for adding a {kind}"
+    """The files docs/how-to/extend.md names for adding ``kind`` (its item's backticked paths)."""
+    text = EXTEND_DOC.read_text()
+    item = re.search(rf"^## Adding an? {kind}\b.*?(?=^## |\Z)", text, re.M | re.S)
+    assert item, f"{EXTEND_DOC.relative_to(REPO)}: no section for adding a {kind}"
     return re.findall(r"`((?:src|workflow|config|scripts)/[^`]+)`", item.group(0))
 
 
@@ -102,9 +106,12 @@ def extended(tmp_path_factory):
             shutil.copy2(REPO / name, copy.root / name)
     env = dict(os.environ, PYTHONPATH=str(copy.root / "src"))  # the copy's package, also for Snakemake
 
-    # a metric: the phase "sync", timed by the app that measures it (the toy app below)
+    # a metric: the phase "sync", timed by the app that measures it (the toy app below); a rank waits there,
+    # so it is declared as waiting
     copy.edit("metric", "src/perfsweep/apps/registry.py", 'MEASURED_PHASES = ("init", "compute", "io", "comm")',
               'MEASURED_PHASES = ("init", "compute", "io", "comm", "sync")')
+    copy.edit("metric", "src/perfsweep/apps/registry.py", 'WAITING_PHASES = ("comm",)',
+              'WAITING_PHASES = ("comm", "sync")')
     copy.write("metric", "src/perfsweep/apps/toy.py", TOY_APP)
     # an app: its module, its registry entry, the config reference written from the schema
     copy.write("app", "src/perfsweep/apps/toy.py", TOY_APP)
@@ -122,33 +129,43 @@ def extended(tmp_path_factory):
               "    var_plot(var, study, variability_figure)\n"
               "    from perfsweep.plots.toy import toy_bars\n\n    toy_bars(med, toy)\n")
     copy.edit("figure", "workflow/rules/figures.smk", "    params:\n",
-              '        toy=f"{R}/figures/{{study}}/toy.png",\n    params:\n')
+              '        toy=report(f"{R}/figures/{{study}}/toy.png", caption="../report/toy.rst", category="{study}",\n'
+              '                   subcategory="measurements"),\n    params:\n')
+    copy.write("figure", "workflow/report/toy.rst", "The median time of every configuration of study "
+               "{{ snakemake.wildcards.study }} as bars.\n")
 
     work = tmp / "work"
     work.mkdir()
     cfg = {"app": {"name": "toy"}, "parameters": {"size": 20, "p": 1}, "repetitions": 2,
-           "studies": {"toy_p": {"vary": {"size": [10, 20, 40, 80, 160]}, "fixed": {"p": 2}}}, "results": "results"}
+           "studies": {"toy_p": {"vary": {"size": [10, 20, 40, 80, 160]}, "fixed": {"p": 2}},
+                       "toy_ranks": {"vary": {"p": [1, 2, 3]}, "fixed": {"size": 80}}},  # 3 ranks: one may stand out
+           "results": "results"}
     (work / "toy.yaml").write_text(yaml.safe_dump(cfg))
-    targets = ["results/figures/toy_p/toy.png", "results/models/toy_p/models.csv"]
+    targets = ["results/figures/toy_p/toy.png", "results/models/toy_p/models.csv",
+               "results/metrics/toy_ranks/observables.csv"]
     proc = subprocess.run([BIN / "snakemake", "--snakefile", copy.root / "Snakefile", "--configfile", "toy.yaml",
                            "--cores", "2", *targets], cwd=work, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return copy, work / "results"
+    report = subprocess.run([BIN / "snakemake", "--snakefile", copy.root / "Snakefile", "--configfile", "toy.yaml",
+                             "--report", "report.html", *targets], cwd=work, env=env, capture_output=True, text=True,
+                            timeout=900)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-5000:]
+    return copy, work / "results", env
 
 
 @pytest.mark.parametrize("kind", ["metric", "app", "figure"])
 def test_readme_lists_every_file_an_addition_touches(extended, kind):
-    copy, _ = extended
+    copy, _, _ = extended
     listed = listed_files(kind)
-    assert 1 <= len(listed) <= 3, listed
+    assert 1 <= len(listed) <= (4 if kind == "figure" else 3), listed
     touched = copy.touched[kind]
-    # the app's module is named by the README with a placeholder (<app>): match it by its folder
+    # the page names the new app's module, figure and caption with a placeholder (<app>, <kind>): the toy's
     named = {re.sub(r"<[^>]+>", "toy", p) for p in listed}
-    assert touched <= named, (touched, listed)
+    assert touched == named, (touched, listed)
 
 
 def test_added_metric_is_aggregated_and_modelled(extended):
-    _, results = extended
+    _, results, _ = extended
     models = pd.read_csv(results / "models" / "toy_p" / "models.csv")
     sync = models[(models["region"] == "all") & (models["metric"] == "sync")]
     assert len(sync) == 1 and isinstance(sync["model"].iloc[0], str), models[["metric", "model", "reason"]]
@@ -156,8 +173,57 @@ def test_added_metric_is_aggregated_and_modelled(extended):
 
 
 def test_added_app_runs_and_added_figure_is_drawn(extended):
-    _, results = extended
+    _, results, _ = extended
     runs = pd.read_csv(results / "tables" / "toy_p" / "runs.csv")
     assert len(runs) == 10 and (runs["status"] == "ok").all() and (runs["p"] == 2).all()
     png = results / "figures" / "toy_p" / "toy.png"
     assert len(assert_figure(png)) == 5  # it decodes, is of a readable size, shows something; its CSV has 5 rows
+    # every PNG of a sweep must be in its report (tests/test_report.py): the new one is, with its caption
+    shown = report_categories(results.parent / "report.html")["toy_p"]["measurements"]
+    assert any(entry.endswith("figures/toy_p/toy.png") for entry in map(str, shown)), shown
+
+
+
+STRAGGLERS = """import sys
+import pandas as pd
+from perfsweep.metrics.observables import from_pipeline_ranks
+from perfsweep.metrics.stragglers import flag_stragglers
+ranks = flag_stragglers(from_pipeline_ranks(pd.read_csv(sys.argv[1])), ["run_id"], t_col="t_busy")
+for run_id, run in ranks[ranks["p"] == 3].groupby("run_id"):
+    slow = run[run["rank"] == 2]["t_busy"].iloc[0]
+    print(sorted(run[run["straggler"]]["rank"]), (run[run["rank"] < 2]["t_wait"] > 0.5 * slow).all())
+"""
+
+
+def test_a_waiting_phase_is_not_busy_time(extended):
+    """The added phase sync is declared as waiting: in every run of 3 ranks the last rank, which worked
+    longer, is the one straggler, and the two ranks that waited for it in sync (most of their time) are
+    not (the metrics stage's count, and per rank with the copy's own package)."""
+    _, results, env = extended
+    observables = pd.read_csv(results / "metrics" / "toy_ranks" / "observables.csv")
+    three = observables[observables["p"] == 3]
+    assert len(three) == 2 and (three["stragglers"] == 1).all(), observables
+    out = subprocess.run([sys.executable, "-c", STRAGGLERS, results / "tables" / "toy_ranks" / "ranks.csv"],
+                         env=env, check=True, capture_output=True, text=True).stdout.splitlines()
+    assert out == ["[2] True", "[2] True"], out
+
+
+def test_a_waiting_phase_counted_as_busy_flags_the_rank_that_waited(monkeypatch):
+    """Why a waiting phase is declared: a root that waits 0.5 s for the others' results in phase sync
+    (rank 4 is the slow one). Declared as waiting, rank 4 alone is a straggler; counted as busy time, the
+    root is flagged beside it."""
+    from perfsweep.metrics import observables
+    from perfsweep.metrics.stragglers import flag_stragglers
+
+    compute = [1.0, 1.0, 1.01, 0.99, 1.5]
+    sync = [0.5, 0.0, 0.0, 0.0, 0.0]
+    ranks = pd.DataFrame({"run_id": "r", "rank": range(5), "init": 0.0, "compute": compute, "io": 0.0,
+                          "comm": 0.0, "sync": sync, "total": [c + s for c, s in zip(compute, sync)]})
+
+    def stragglers(waiting):
+        monkeypatch.setattr(observables, "WAITING_PHASES", waiting)
+        flagged = flag_stragglers(observables.from_pipeline_ranks(ranks), ["run_id"], t_col="t_busy")
+        return flagged[flagged["straggler"]]["rank"].tolist()
+
+    assert stragglers(("comm", "sync")) == [4]
+    assert stragglers(("comm",)) == [0, 4]

@@ -1,4 +1,4 @@
-"""The README's own-application example, run as written with a stand-in app (tests/apps/loop_time_app.py),
+"""The own-application example of docs/how-to/own-app.md, run as written with a stand-in app (tests/apps/loop_time_app.py),
 and `perfsweep validate --sample-output` on a matching and a mismatching output."""
 
 import json
@@ -16,17 +16,20 @@ from conftest import BIN, REPO
 APP = REPO / "tests" / "apps" / "loop_time_app.py"
 
 
+OWN_APP_DOC = REPO / "docs" / "how-to" / "own-app.md"
+
+
 def readme_block(kind: str, first_line: str) -> str:
-    """The README's fenced ``kind`` block that starts with ``first_line``."""
-    for block in re.findall(rf"```{kind}\n(.*?)```", (REPO / "README.md").read_text(), re.S):
+    """docs/how-to/own-app.md's fenced ``kind`` block that starts with ``first_line``."""
+    for block in re.findall(rf"```{kind}\n(.*?)```", OWN_APP_DOC.read_text(), re.S):
         if block.startswith(first_line):
             return block
-    raise AssertionError(f"README has no ```{kind} block starting with {first_line!r}")
+    raise AssertionError(f"{OWN_APP_DOC.name} has no ```{kind} block starting with {first_line!r}")
 
 
 @pytest.fixture
 def user_dir(tmp_path):
-    """A user's directory: ./my_app (the stand-in), my_app.yaml and sample.txt from the README."""
+    """A user's directory: ./my_app (the stand-in), my_app.yaml and sample.txt from docs/how-to/own-app.md."""
     app = tmp_path / "my_app"
     app.write_text(f"#!/bin/sh\nexec {sys.executable} {APP} \"$@\"\n")
     app.chmod(app.stat().st_mode | stat.S_IXUSR)

@@ -1,11 +1,13 @@
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from conftest import runner_argv
 from perfsweep.config import load_config
+from perfsweep.cluster.launch import resolve
 from perfsweep.runner import execute, main
 from perfsweep.runspec import RunSpec
 
@@ -128,9 +130,37 @@ def test_launcher_template_expands_processes(tmp_path):
            "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path)}
     sweep = load_config(cfg, "t.yaml")
     spec = spec_of(sweep, 1)
-    assert spec.command[1:3] == ["-n", "2"] and spec.command[0].endswith("mpiexec")
-    assert spec.command[3:6] == [sys.executable, "-m", "perfsweep.apps.ljmd"]
+    assert spec.command[:6] == ["{mpiexec}", "-n", "2", "{python}", "-m", "perfsweep.apps.ljmd"]
+    # where the tools live is resolved when the run starts: the mpiexec beside the runner's Python
+    assert resolve(spec.command)[:4] == [str(Path(sys.executable).with_name("mpiexec")), "-n", "2", sys.executable]
     assert "--p" not in spec.command and spec.command[-2:] == ["--steps", "3"]
+
+
+def test_where_the_python_and_mpiexec_live_is_no_part_of_a_runs_identity(tmp_path):
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5},
+           "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path), "launcher": "{mpiexec} -n {p}"}
+    spec = spec_of(load_config(cfg, "t.yaml"))
+    mpiexec = str(Path(sys.executable).with_name("mpiexec"))
+    assert sys.executable not in spec.to_json() and mpiexec not in spec.to_json()  # Snakemake's params
+    rec = execute(spec, tmp_path / "rec.json")
+    assert rec["status"] == "ok", rec["error"]
+    launch = rec["launch"]  # as run (provenance) and as the spec gives it (identity)
+    assert launch["command"][:2] == [mpiexec if Path(mpiexec).exists() else "mpiexec", "-n"]
+    assert launch["command"][3] == sys.executable and launch["spec_command"][:-2] == spec.command
+    assert launch["command"][:-2] == resolve(spec.command) and launch["command"][-2:] == launch["spec_command"][-2:]
+    elsewhere = ["/elsewhere/.venv/bin/mpiexec", "-n", "1", "/elsewhere/.venv/bin/python", *launch["command"][4:]]
+    assert spec.launched({**rec, "launch": {**launch, "command": elsewhere}})  # a moved checkout, a new venv
+    assert not spec_of(load_config({**cfg, "launcher": "{mpiexec} -bind-to core -n {p}"}, "t.yaml")).launched(rec)
+    assert not spec_of(load_config({**cfg, "launcher": "mpiexec -n {p}"}, "t.yaml")).launched(rec)
+    assert not spec_of(load_config({**cfg, "app": {"name": "ljmd", "args": {"steps": 3}}}, "t.yaml")).launched(rec)
+    # a record made before spec_command: its command, the spec's resolved wherever the tools lived
+    old = {k: v for k, v in launch.items() if k != "spec_command"}
+    assert spec.launched({**rec, "launch": old}) and spec.launched({**rec, "launch": {**old, "command": elsewhere}})
+    bare = ["mpiexec", "-n", "1", "/usr/bin/python3.11", *launch["command"][4:]]  # PATH's mpiexec, another Python
+    assert spec.launched({**rec, "launch": {**old, "command": bare}})
+    for other in (["/x/mpiexec", "-bind-to", "core", "-n", "1", *elsewhere[3:]], [*elsewhere[:-4], "--steps", "3"],
+                  ["/x/mpirun", *elsewhere[1:]], [*elsewhere[:3], "/x/perl", *elsewhere[4:]]):
+        assert not spec.launched({**rec, "launch": {**old, "command": other}})
 
 
 def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all(tmp_path):
@@ -143,7 +173,7 @@ def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all
     assert command[-5:] == ["--release-memory", "--start", "lattice", "--steps", "1"]
     # the app itself accepts it (argparse: a store_true flag takes no value)
     app = command[command.index("perfsweep.apps.ljmd") - 2:]
-    assert subprocess.run([*app, "--report", str(tmp_path / "r.json")], capture_output=True).returncode == 0
+    assert subprocess.run([*resolve(app), "--report", str(tmp_path / "r.json")], capture_output=True).returncode == 0
     cfg["app"]["args"]["release-memory"] = False
     assert "--release-memory" not in spec_of(load_config(cfg, "t.yaml")).command
 
@@ -175,7 +205,7 @@ def test_inside_a_slurm_job_the_cluster_launcher_starts_the_ranks(tmp_path, monk
     spec = RunSpec.build(sweep, sweep.studies[0].configurations()[1], 0)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     command, env = launch_command(spec)
-    assert command == spec.command and command[0].endswith("mpiexec") and env is None
+    assert command == spec.command and command[0] == "{mpiexec}" and env is None
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.setenv("SLURM_TASKS_PER_NODE", "1(x2)")  # the allocation is known: no scontrol call
     command, env = launch_command(spec)

@@ -13,6 +13,8 @@
     perfsweep models FILE [--out DIR]    models of every call path and metric of an Extra-P file
                                          (text, JSON, JSON Lines) or a directory of Score-P CUBE profiles
     perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
+    perfsweep compare A B [--threshold 5%] [--at n=8000] [--html PATH]
+                                         two sweeps' models side by side: exit 1 on a regression
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
 """
@@ -33,7 +35,7 @@ from perfsweep import layout, planning
 from perfsweep.apps.output import check_sample
 from perfsweep.config import REPO_ROOT, load_config_file
 from perfsweep.errors import DamagedRecord, Terminated, UserError
-from perfsweep.modeling import extrap_models, validation
+from perfsweep.modeling import compare_cli, extrap_models, validation
 from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, load_model, predict, recommend
 from perfsweep.records import ARCHIVED_STATUSES, LEFTOVER, STATUSES, check_record, leftover_temps, path_fields
 from perfsweep.recovery import acquire_run_lock, workdir_busy
@@ -446,8 +448,12 @@ def _register_plan(sub) -> None:
     planning.register_cli(sub)
 
 
+def _register_compare(sub) -> None:
+    compare_cli.register_cli(sub, _level)
+
+
 # Subcommands contributed by other modules, each a function(sub).
-_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan]
+_EXTENSIONS: list = [_register_modeling, _register_records, _register_extrap, _register_plan, _register_compare]
 
 
 def _positive_int(text: str) -> int:

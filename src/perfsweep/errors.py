@@ -47,6 +47,10 @@ class OverheadError(UserError):
     """Input that the overhead model cannot be fitted to (one-line message)."""
 
 
+class CompareError(UserError):
+    """Bad input to perfsweep compare: one line naming the file and the problem."""
+
+
 class ParamError(UserError):
     """A parameter value a built-in app cannot run with (perfsweep.apps.ljmd: checked at config time too)."""
 

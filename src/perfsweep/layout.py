@@ -234,6 +234,30 @@ def paper_file(out_dir: Results, stage: str, key: str, **values: Any) -> Path:
     return Path(out_dir) / PAPERS[stage][1][key].format(**values)
 
 
+def file_name(stage: str, key: str) -> str:
+    """The name of one of a stage's files (e.g. models.json), wherever it is."""
+    return STAGES[stage][1][key]
+
+
+def pattern(stage: str, key: str) -> str:
+    """A study's output as messages name it: ``models/<study>/models.json``."""
+    folder, names = STAGES[stage]
+    return f"{folder}/<study>/{names[key]}"
+
+
+def models_dir(results: Results) -> Path:
+    return Path(results) / STAGES["models"][0]
+
+
+def study_models(results: Results) -> dict[str, tuple[Path, Path]]:
+    """{study: (its models.json, its aggregate table)} of every study with models in a results tree."""
+    out = {}
+    for path in sorted(models_dir(results).glob(f"*/{file_name('models', 'models_json')}")):
+        study = path.parent.name
+        out[study] = (path, Path(output(results, "aggregate", "aggregate", study)))
+    return out
+
+
 def stage_log(results: Results, stage: str, study: str = "{study}") -> str:
     return f"{results}/{LOGS}/" + STAGE_LOGS[stage].replace("{study}", study)
 

@@ -14,7 +14,9 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
       "time": 1.23,       # the measured metric: the app's own total (max over ranks), else wall time
       "wall_time": 1.45,  # launch to exit, measured by perfsweep around the launcher
       "started_at": "2026-11-22T15:40:00+00:00", "finished_at": "...",
-      "launch": {"command": ["mpiexec", "-n", "1", ...], "launcher": "mpiexec", "cwd": "..."},
+      "launch": {"command": ["/venv/bin/mpiexec", "-n", "1", "/venv/bin/python", ...],   # as run
+                 "spec_command": ["{mpiexec}", "-n", "1", "{python}", ...],   # the identity: RunSpec.launched
+                 "launcher": "{mpiexec} -n 1", "cwd": "..."},
       "host": "node1", "hosts": ["node1"],
       "mpi": {"library": "MPICH", "version": "MPICH Version: 5.0.2", "standard": "4.1"},
       "slurm": null | {"job_id": "123", "nodelist": "n[1-2]", "tasks_per_node": "1(x2)", ...},
@@ -48,7 +50,7 @@ from perfsweep.values import format_value
 RUN_SCHEMA = "perfsweep.run/1"
 # records that the sweep's launch now would not make (perfsweep.runspec.RunSpec.launched): plan counts
 # them as still to run, the workflow sets them aside and measures them again (perfsweep.recovery)
-OTHER_LAUNCH = ("of another launch (app, args, launcher, output patterns or the Python that runs it since "
+OTHER_LAUNCH = ("of another launch (app, args, launcher or output patterns since "
                 "changed, or timed out under a shorter timeout, or failed with fewer attempts than retries now allows)")
 
 

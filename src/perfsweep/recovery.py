@@ -169,8 +169,8 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
     with records of another launch.
 
     ``launched(fields, record)``: whether the sweep's launch now is the one that made the record
-    (RunSpec.launched). The others (the app, its args, the launcher, the Python that runs it or the
-    patterns its output is read with changed; a timeout or retries since raised) move under
+    (RunSpec.launched). The others (the app, its args, the launcher or the patterns its output is
+    read with changed, not where the Python or mpiexec live; a timeout or retries since raised) move under
     ``<results>/superseded/<time>/`` and are measured again, as ``perfsweep plan`` counts them.
     Snakemake's params trigger sees a changed launch only where its metadata for the record's path
     exists: not in a copied results directory or after ``.snakemake`` was removed (it ran nothing

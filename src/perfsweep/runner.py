@@ -36,7 +36,7 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.cluster.ended import record_ended_runs
-from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement
+from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
 from perfsweep.layout import record_lock
 from perfsweep.records import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
@@ -47,7 +47,8 @@ TAIL = 2000
 
 
 def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
-    """The command and environment of this run: inside a SLURM job the cluster launcher's."""
+    """The command (unresolved: see resolve) and environment of this run: inside a SLURM job the
+    cluster launcher's."""
     if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
         return list(spec.command), None
     return list(spec.cluster["command"]), launch_env(spec.cluster["kind"])
@@ -166,7 +167,8 @@ def _stat_key(path: str) -> tuple[int, int, int] | None:
 
 
 def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str | None) -> dict[str, Any]:
-    """What a run's record says before its app ends: the run, the attempt and its launch."""
+    """What a run's record says before its app ends: the run, the attempt and its launch: the command
+    as run (``command``, resolved) and as the spec gives it (``spec_command``: :meth:`RunSpec.launched`)."""
     return {
         "schema": RUN_SCHEMA,
         "run_id": spec.run_id,
@@ -176,7 +178,8 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "parameters": spec.params,
         "attempt": attempt,
         "started_at": started_at,
-        "launch": {"command": command, "launcher": spec.launcher, "cwd": os.getcwd(), "timeout": spec.timeout,
+        "launch": {"command": resolve(command), "spec_command": command, "launcher": spec.launcher,
+                   "cwd": os.getcwd(), "timeout": spec.timeout,
                    **{key: getattr(spec, key) for key in READ_WITH}},
         "host": socket.gethostname(),
         "cores": available_cores(),  # the CPUs the run had: ranks beyond them are oversubscribed
@@ -204,7 +207,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             with scorep.environment(spec.profile):
                 if env is not None and spec.profile:  # the cluster launcher's environment, made before
                     env = {**env, scorep.ENV: os.environ[scorep.ENV]}
-                rc, out, err, wall = _run_process(command, spec.timeout, env)
+                rc, out, err, wall = _run_process(record["launch"]["command"], spec.timeout, env)
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop

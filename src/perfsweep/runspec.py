@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfsweep import layout
 from perfsweep.apps import scorep
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT
-from perfsweep.cluster.launch import KINDS, ClusterSettings
+from perfsweep.cluster.launch import KINDS, MPIEXEC, PYTHON, ClusterSettings, resolved_from
 from perfsweep.values import format_value
 
 if TYPE_CHECKING:  # annotations only: the config machinery (jsonschema, yaml) is not needed to run a spec
@@ -70,13 +68,15 @@ class RunSpec:
 
     def launched(self, record: dict[str, Any]) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
-        makes: its command, or inside a SLURM job the cluster launcher's, with a built-in app's
-        ``--report`` file (a temp file per run) aside; its output read as this spec reads it
-        (:data:`READ_WITH`); not a timeout under a shorter timeout than this spec's (``launch.timeout``;
-        records made before it was recorded: their wall time); and not a failure with fewer attempts
-        than this spec's retries allow (its last ``attempt`` < retries + 1)."""
+        makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
+        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a
+        SLURM job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run)
+        aside; its output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter
+        timeout than this spec's (``launch.timeout``; records made before it was recorded: their wall
+        time); and not a failure with fewer attempts than this spec's retries allow (its last ``attempt``
+        < retries + 1)."""
         launch = record.get("launch") or {}
-        command = launch.get("command")
+        command = launch.get("spec_command", launch.get("command"))
         if not isinstance(command, list):
             return False
         if any(key in launch and launch[key] != getattr(self, key) for key in READ_WITH):
@@ -90,7 +90,10 @@ class RunSpec:
                 return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
             command = command[:-2]
-        return command == self.command or command == (self.cluster or {}).get("command")
+        commands = [c for c in (self.command, (self.cluster or {}).get("command")) if c]
+        if "spec_command" not in launch:
+            return any(resolved_from(command, c) for c in commands)
+        return command in commands
 
     @classmethod
     def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
@@ -103,14 +106,15 @@ class RunSpec:
 
         def assemble(prefix: list[str]) -> list[str]:
             if "name" in app:
-                command = [*prefix, sys.executable, "-m", BUILTIN_APPS[app["name"]].module]
+                command = [*prefix, PYTHON, "-m", BUILTIN_APPS[app["name"]].module]
                 for name, value in params.items():
                     if name != sweep.processes:
                         command += [f"--{name}", fmt[name]]
                 for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
                     command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
                 return command
-            text = app["command"].replace("{launcher}", " ".join(shlex.quote(a) for a in prefix))
+            escaped = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # MPIEXEC's
+            text = app["command"].replace("{launcher}", escaped)
             return shlex.split(text.format(**fmt))
 
         cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))
@@ -136,11 +140,10 @@ class RunSpec:
 
 
 def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS_COUNT) -> list[str]:
-    """Expand the launcher template; ``{mpiexec}`` is the mpiexec installed beside this Python."""
-    mpiexec = Path(sys.executable).with_name("mpiexec")
+    """Expand the launcher template; ``{mpiexec}`` stays MPIEXEC, resolved when the run starts."""
     values = dict(fmt)
     values.setdefault(PROCESS_COUNT, fmt.get(processes, "1"))
-    values["mpiexec"] = str(mpiexec) if mpiexec.exists() else "mpiexec"
+    values["mpiexec"] = MPIEXEC
     return shlex.split(template.format(**values))
 
 

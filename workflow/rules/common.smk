@@ -183,13 +183,16 @@ def _run_resources(study, config_id, bundled, final):
 
 
 def get_run_resources(study=None):
-    """A run job's resources: its attempt, and the runs' timeout and retries (strings: Snakemake's
-    resources are int or str), then its SLURM resources. The timeout and retries are resources, not
-    params: Snakemake reruns a job whose params changed, and raising either would measure the whole
-    sweep again. The runs they concern, those that timed out under a shorter timeout or failed with
-    fewer attempts, the workflow sets aside (record_launched, RunSpec.launched)."""
+    """A run job's resources: its attempt, the runs' timeout and retries (strings: Snakemake's
+    resources are int or str) and the Python that runs the runner, then its SLURM resources. The timeout
+    and retries are resources, not params: Snakemake reruns a job whose params changed, and raising
+    either would measure the whole sweep again. The runs they concern, those that timed out under a
+    shorter timeout or failed with fewer attempts, the workflow sets aside (record_launched,
+    RunSpec.launched). Nor is the Python a param: where the tools live is no part of a run's identity,
+    so a moved checkout or a venv made again elsewhere measures nothing again."""
     return {"attempt": lambda wildcards, attempt: attempt, "run_timeout": repr(SWEEP.timeout),
-            "run_retries": str(SWEEP.retries), **{key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}}
+            "run_retries": str(SWEEP.retries), "run_python": PYTHON,
+            **{key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}}
 
 
 # ---- run records: what `all` asks of the runs, and restart and repair (run.smk's header says why)

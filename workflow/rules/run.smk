@@ -38,7 +38,6 @@ if SWEEP.bundle == "repetitions":
                 layout.bundle_log(R, _study.name, "{config}"),
             params:
                 specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
-                python=PYTHON,
             conda:
                 ENV
             threads: get_run_threads(_study.name)
@@ -46,7 +45,7 @@ if SWEEP.bundle == "repetitions":
             resources:
                 **get_run_resources(_study.name),
             shell:
-                "{params.python} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
+                "{resources.run_python:q} -m perfsweep.runner {params.specs} --timeout {resources.run_timeout}"
                 " --attempt {resources.attempt}"
                 " --retries {resources.run_retries} --manifest {output.manifest:q} 2>> {log:q}"
 
@@ -59,7 +58,6 @@ else:
             layout.run_log(R, "{study}", "{config}", "{rep}"),
         params:
             spec=get_run_spec,
-            python=PYTHON,
         conda:
             ENV
         threads: get_run_threads(None)
@@ -68,6 +66,6 @@ else:
         resources:
             **get_run_resources(),
         shell:
-            "{params.python} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
+            "{resources.run_python:q} -m perfsweep.runner --spec {params.spec:q} --output {output.record:q}"
             " --timeout {resources.run_timeout} --attempt {resources.attempt} --retries {resources.run_retries}"
             " 2>> {log:q}"

@@ -47,6 +47,7 @@ warm steady state); their time is reported as the report's ``warmup``, outside `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import math
 import os
@@ -87,6 +88,10 @@ class Params:
     threads: int = 1
     seed: int = 12345
     start: str = "fluid"  # or "lattice" (STARTS)
+    # a known change, to measure a sweep "after" against one "before" (perfsweep compare): the timed
+    # region slowed by a factor ("forces=1.2"), and a region given an extra all-pairs pass ("neighbours")
+    slow_region: str = ""
+    all_pairs: str = ""
 
     @property
     def box(self) -> float:
@@ -110,6 +115,65 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
 
 
+CHANGEABLE = ("neighbours", "forces", "integrate")  # the per-step regions a known change may touch
+ALL_PAIRS_CHUNK = 256  # rows of the extra all-pairs pass per numpy batch
+ALL_PAIRS_EVERY = 10  # the pass runs in every 10th call of its region (at n = 1200: +0.16 s per pass here)
+_calls: dict[str, int] = {}  # calls of each changed region in this process
+_owed: dict[str, float] = {}  # the time a slowed region still owes (s): slept once it is SLEEP_AT_LEAST
+SLEEP_AT_LEAST = 0.002
+
+
+def slowdown(p: Params) -> tuple[str, float]:
+    """``--slow-region forces=1.2`` as (region, factor); ("", 1.0) without one. Raises ParamError."""
+    if not p.slow_region:
+        return "", 1.0
+    name, _, factor = p.slow_region.partition("=")
+    try:
+        value = float(factor)
+    except ValueError:
+        value = math.nan
+    if name not in CHANGEABLE or not (math.isfinite(value) and value >= 1):
+        raise ParamError(f"--slow-region {p.slow_region}: give REGION=FACTOR with REGION one of "
+                         f"{', '.join(CHANGEABLE)} and FACTOR a number >= 1 (e.g. forces=1.2)")
+    return name, value
+
+
+@contextlib.contextmanager
+def changed_region(timer: RankTimer, p: Params, name: str, x: np.ndarray | None = None, block: np.ndarray | None = None):
+    """``timer.region(name)`` with the known change of ``p`` applied inside it: the region's own time
+    stretched by the factor of ``--slow-region`` (a sleep of what the calls owe once it is 2 ms, the
+    oversleep counted against the next: the region's total is the factor times its own time, whatever
+    else runs on the host; a busy wait, on this shared host, came out 1.1-2.5x for 1.2, the spinning
+    run losing more of the cores than the run beside it), and the extra all-pairs
+    pass of ``--all-pairs`` in every ALL_PAIRS_EVERY-th call (each molecule of ``block`` against every
+    molecule of ``x``: a cost growing like n^2 / p where the region's own grows like n / p)."""
+    region, factor = slowdown(p)
+    with timer.region(name):
+        start = time.perf_counter()
+        yield
+        if p.all_pairs == name and x is not None and block is not None:
+            _calls[name] = _calls.get(name, 0) + 1
+            if _calls[name] % ALL_PAIRS_EVERY == 1:
+                all_pairs_pass(x, block, p.box, p.c)
+        if region == name and factor > 1:  # owed: (factor - 1) x the region's time, less what was slept
+            _owed[name] = _owed.get(name, 0.0) + (factor - 1) * (time.perf_counter() - start)
+            if _owed[name] >= SLEEP_AT_LEAST:
+                before = time.perf_counter()
+                time.sleep(_owed[name])
+                _owed[name] -= time.perf_counter() - before
+
+
+def all_pairs_pass(x: np.ndarray, block: np.ndarray, box: float, cutoff: float) -> int:
+    """The pairs of a block's molecules with every molecule within ``cutoff`` (minimum image), counted
+    the naive way: every pair's distance (the extra work of ``--all-pairs``)."""
+    count = 0
+    for lo in range(0, len(block), ALL_PAIRS_CHUNK):
+        d = x[block[lo:lo + ALL_PAIRS_CHUNK], None, :] - x[None, :, :]
+        d -= box * np.round(d / box)
+        count += int(np.count_nonzero(np.einsum("ijk,ijk->ij", d, d) < cutoff * cutoff))
+    return count
+
+
 def validate(p: Params) -> None:
     if p.n < 2:
         raise ParamError(f"--n {p.n}: need at least 2 molecules")
@@ -127,6 +191,9 @@ def validate(p: Params) -> None:
         )
     if p.start not in STARTS:
         raise ParamError(f"--start {p.start}: one of {', '.join(STARTS)}")
+    slowdown(p)
+    if p.all_pairs and p.all_pairs not in CHANGEABLE:
+        raise ParamError(f"--all-pairs {p.all_pairs}: one of {', '.join(CHANGEABLE)}")
     if p.steps < 1 or p.dt <= 0 or p.threads < 1 or p.io_every < 1 or p.warmup < 0:
         raise ParamError("--steps, --dt, --threads and --io-every must be positive, --warmup >= 0")
 
@@ -321,14 +388,14 @@ class ForceField:
         return out
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        with self.timer.region("neighbours"):
+        with changed_region(self.timer, self.p, "neighbours", x, self.block):
             if self._stale(x):
                 self.pairs_ij = neighbour_pairs(x, self.block, self.p.box, self.reach)
                 self.x_built = x.copy()
                 self.rebuilds += 1
             i, j = self.pairs_ij
         self.pairs = len(i)
-        with self.timer.region("forces"):
+        with changed_region(self.timer, self.p, "forces", x, self.block):
             if self.pool is None:
                 return self._work(0, x, i, j)
             parts = np.array_split(np.arange(len(i)), self.p.threads)
@@ -374,12 +441,12 @@ def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | N
 
     def verlet(timer: RankTimer) -> tuple[float, float]:
         """One velocity-Verlet step (x, v and total_f in place): (potential, kinetic) energy."""
-        with timer.phase("compute"), timer.region("integrate"):
+        with timer.phase("compute"), changed_region(timer, p, "integrate", x, field.block):
             v[:] += 0.5 * p.dt * total_f / mass
             x[:] += p.dt * v
             x[:] %= p.box
         potential = forces(x, timer)
-        with timer.phase("compute"), timer.region("integrate"):
+        with timer.phase("compute"), changed_region(timer, p, "integrate"):
             v[:] += 0.5 * p.dt * total_f / mass
             return potential, 0.5 * mass * float(np.sum(v * v))
 
@@ -435,6 +502,10 @@ def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
     ap.add_argument("--seed", type=int, default=Params.seed)
     ap.add_argument("--start", choices=STARTS, default=Params.start,
                     help="fluid (the lattice melted once per n, d, seed and cached; default) or lattice")
+    ap.add_argument("--slow-region", dest="slow_region", default="",
+                    help="a known change: REGION=FACTOR stretches a per-step region's time (e.g. forces=1.2)")
+    ap.add_argument("--all-pairs", dest="all_pairs", default="", choices=("", *CHANGEABLE),
+                    help="a known change: an extra all-pairs distance pass in this region (cost like n^2 / p)")
     ap.add_argument("--release-memory", action="store_true",
                     help="leave glibc's malloc thresholds at their defaults (freed memory may return to the kernel)")
     ap.add_argument("--out-dir", help="where rank 0 writes trajectory/energy (default: a temp dir, removed)")

@@ -38,8 +38,12 @@ PROCESS_COUNT = "p"
 
 # what a run reports besides an app's own metrics: its time, and each rank's phases (app-report format):
 # the phases an app times (apps.instrument.RankTimer.phase), the rest of the rank's time, and its total.
-# Every one is collected, aggregated, modelled and drawn per rank (README: Extending perfsweep).
+# Every one is collected, aggregated, modelled and drawn per rank (docs/how-to/extend.md).
 MEASURED_PHASES = ("init", "compute", "io", "comm")
+# the phases in which a rank waits for the others (a collective, a barrier, a wait for messages): not busy
+# time. Stragglers are found on busy time (perfsweep.metrics.observables: t_busy = t_N - these phases), so
+# a waiting phase left out of this list makes the ranks that waited for a slow one look slow themselves.
+WAITING_PHASES = ("comm",)
 RANK_PHASES = (*MEASURED_PHASES, "other", "total")
 RUN_METRICS = ("time", *RANK_PHASES)
 
@@ -64,6 +68,10 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "start": ParamSpec(str, 0, False, "initial state", LJMD_STARTS),
             "release-memory": ParamSpec(bool, 0, False, "leave glibc's malloc thresholds at their defaults"),
             "out-dir": ParamSpec(str, 0, False, "where rank 0 writes trajectory and energies"),
+            # a known change, so that a sweep "after" can be compared with one "before" (perfsweep compare)
+            "slow-region": ParamSpec(str, 0, False, "stretch a per-step region's time: REGION=FACTOR, e.g. forces=1.2"),
+            "all-pairs": ParamSpec(str, 0, False, "an extra all-pairs pass (cost like n^2) in a region",
+                                   ("neighbours", "forces", "integrate")),
         },
     ),
     "rmsd": BuiltinApp(

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import __version__, layout
+from perfsweep.cluster.launch import resolve
 from perfsweep.records import RUN_SCHEMA, archive_copy, write_json_atomic
 from perfsweep.recovery import hold_lock, release_lock
 
@@ -88,8 +89,8 @@ def ended_record(spec: Any, output: str, attempt: int, bundled: bool = False) ->
         "schema": RUN_SCHEMA, "run_id": spec.run_id, "study": spec.study, "config_id": spec.config_id,
         "repetition": spec.repetition, "parameters": spec.params, "attempt": last,
         "started_at": (prior or {}).get("started_at"), "finished_at": now,
-        "launch": (prior or {}).get("launch") or {"command": spec.command, "launcher": spec.launcher,
-                                                  "timeout": spec.timeout},
+        "launch": (prior or {}).get("launch") or {"command": resolve(spec.command), "spec_command": spec.command,
+                                                  "launcher": spec.launcher, "timeout": spec.timeout},
         "host": (prior or {}).get("host"), "slurm": (prior or {}).get("slurm") or ({"job_id": job} if job else None),
         "perfsweep_version": __version__, "status": status, "time": None, "returncode": None,
         "error": f"attempt {last} (the last) left no result: {why}",

@@ -42,9 +42,35 @@ from typing import Any
 KINDS = ("srun", "mpich", "openmpi")
 
 
-def _mpiexec_beside_python() -> str:
+# A run spec names the Python of a built-in app PYTHON and a launcher's {mpiexec} MPIEXEC; the runner
+# resolves both when the run starts (resolve), so that where the tools live is no part of a run's identity
+# (RunSpec.launched, the run job's params): a moved checkout or a venv made again elsewhere measures
+# nothing again. The run's record keeps its command both ways (launch.command, launch.spec_command).
+PYTHON, MPIEXEC = "{python}", "{mpiexec}"
+
+
+def resolve(command: list[str]) -> list[str]:
+    """A spec's command as this process runs it: PYTHON is this Python (the one the workflow runs in),
+    MPIEXEC the mpiexec installed beside it (a venv's, a conda env's), else the one on PATH."""
     mpiexec = Path(sys.executable).with_name("mpiexec")
-    return str(mpiexec) if mpiexec.exists() else "mpiexec"
+    tools = {PYTHON: sys.executable, MPIEXEC: str(mpiexec) if mpiexec.exists() else "mpiexec"}
+    return [arg.replace(PYTHON, tools[PYTHON]).replace(MPIEXEC, tools[MPIEXEC]) for arg in command]
+
+
+def resolved_from(command: list[str], spec_command: list[str]) -> bool:
+    """Whether ``command`` is ``spec_command`` resolved by some process (:func:`resolve`): PYTHON as a
+    Python and MPIEXEC as an mpiexec wherever they lived (a record made before records kept the command
+    as the spec gives it)."""
+    tools = {re.escape(PYTHON): r"(?:.*/)?python[0-9.]*", re.escape(MPIEXEC): r"(?:.*/)?mpiexec"}
+    if len(command) != len(spec_command):
+        return False
+    for arg, spec_arg in zip(command, spec_command):
+        pattern = re.escape(spec_arg)
+        for token, tool in tools.items():
+            pattern = pattern.replace(token, tool)
+        if not re.fullmatch(pattern, arg):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -86,11 +112,11 @@ class ClusterSettings:
             # srun does not inherit the job's --cpus-per-task (SLURM >= 22.05): pass it on
             return argv + (["-c", str(threads)] if threads > 1 else [])
         if self.launcher == "mpich":
-            return [_mpiexec_beside_python(), "-n", str(p)]
+            return [MPIEXEC, "-n", str(p)]
         if self.launcher == "openmpi":
             argv = [self.mpirun, "-n", str(p)]
             return argv + (["--map-by", f"slot:PE={threads}"] if threads > 1 else [])
-        fmt = dict(values, p=str(p), threads=str(threads), mpiexec=_mpiexec_beside_python())
+        fmt = dict(values, p=str(p), threads=str(threads), mpiexec=MPIEXEC)
         return shlex.split(self.launcher.format(**fmt))
 
     def wrap(self, command: list[str]) -> list[str]:

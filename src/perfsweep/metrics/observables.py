@@ -5,13 +5,16 @@ t_RMSD, t_comm, t_N. Derived here::
 
     t_Overhead1 = t_all_frame - t_IO - t_comp - t_end_loop
     t_Overhead2 = t_RMSD - t_all_frame - t_opening
-    t_busy      = t_N - t_comm          (time outside communication; see perfsweep.metrics.stragglers)
+    t_busy      = t_N - t_wait          (time outside waiting; see perfsweep.metrics.stragglers)
     comp_over_io, comp_over_comm = t_comp / t_IO, t_comp / t_comm      (NaN where the divisor is 0)
     t_total     = max over ranks of t_N                                 (per run)
 
 perfsweep's own per-rank table (phases init, compute, io, comm, total) maps onto it as::
 
     init -> t_opening (set-up)   compute -> t_comp   io -> t_IO   comm -> t_comm   total -> t_N
+
+and t_wait, the sum of the phases declared as waiting (``apps.registry.WAITING_PHASES``: comm, and any
+phase an app adds there, e.g. a barrier's); without perfsweep's phases t_wait is t_comm.
 
 and, when the regions table is given, the regions the rmsd app records (:data:`RMSD_REGIONS`) give
 t_RMSD, t_all_frame, t_end_loop and the exact t_opening, so the RMSD study gets both overheads.
@@ -28,6 +31,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.registry import WAITING_PHASES
+
 PIPELINE_MAP = {"init": "t_opening", "compute": "t_comp", "io": "t_IO", "comm": "t_comm", "total": "t_N"}
 
 # Region paths of perfsweep.apps.rmsd -> seed-000 observables (see that module's docstring).
@@ -35,7 +40,7 @@ RMSD_REGIONS = {"block_rmsd": "t_RMSD", "block_rmsd/opening": "t_opening",
                 "block_rmsd/frames": "t_all_frame", "block_rmsd/frames/end_loop": "t_end_loop"}
 
 COMPONENTS = ("t_comp", "t_IO", "t_comm", "t_opening", "t_end_loop", "t_all_frame", "t_RMSD",
-              "t_Overhead1", "t_Overhead2", "t_busy", "t_N")
+              "t_Overhead1", "t_Overhead2", "t_wait", "t_busy", "t_N")
 
 
 def from_pipeline_ranks(ranks: pd.DataFrame, regions: pd.DataFrame | None = None,
@@ -51,6 +56,9 @@ def from_pipeline_ranks(ranks: pd.DataFrame, regions: pd.DataFrame | None = None
     for src, dst in PIPELINE_MAP.items():
         if src in out:
             out[dst] = out[src]
+    waiting = [k for k in WAITING_PHASES if k in out]
+    if waiting:
+        out["t_wait"] = out[waiting].sum(axis=1, min_count=1)
     region_map = RMSD_REGIONS if region_map is None else region_map
     if regions is not None and not regions.empty:
         chosen = regions[regions["region"].isin(list(region_map))]
@@ -75,9 +83,10 @@ def add_overheads(df: pd.DataFrame) -> pd.DataFrame:
         out["t_Overhead1"] = out["t_all_frame"] - out["t_IO"] - out["t_comp"] - out["t_end_loop"]
     if {"t_RMSD", "t_all_frame", "t_opening"} <= set(out):
         out["t_Overhead2"] = out["t_RMSD"] - out["t_all_frame"] - out["t_opening"]
-    if {"t_N", "t_comm"} <= set(out):
-        # what the rank spent outside communication: unlike t_N, not inflated by waiting for others
-        out["t_busy"] = out["t_N"] - out["t_comm"]
+    wait = "t_wait" if "t_wait" in out else "t_comm"
+    if {"t_N", wait} <= set(out):
+        # what the rank spent not waiting for others: unlike t_N, not inflated by the slowest rank
+        out["t_busy"] = out["t_N"] - out[wait]
     if {"t_comp", "t_IO"} <= set(out):
         out["comp_over_io"] = _ratio(out["t_comp"], out["t_IO"])
     if {"t_comp", "t_comm"} <= set(out):

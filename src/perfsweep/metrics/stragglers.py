@@ -8,8 +8,8 @@ least 5 % slower than the typical rank, so that perfectly even runs with tiny ji
 
 t is seed 000's t_N by default. When a run ends in a rooted collective (the rmsd app's Gather) the
 root's t_N also contains its wait for the slowest rank, so the root is flagged together with the
-straggler; ``t_col="t_busy"`` (t_N - t_comm, added by perfsweep.metrics.observables) flags only the
-rank that was itself slow. Usage::
+straggler; ``t_col="t_busy"`` (t_N minus the waiting phases, added by perfsweep.metrics.observables)
+flags only the rank that was itself slow. Usage::
 
     from perfsweep.metrics.stragglers import flag_stragglers
     ranks = flag_stragglers(ranks, ["run_id"], t_col="t_N", k=3.0, min_excess=0.05)

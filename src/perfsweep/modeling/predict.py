@@ -42,11 +42,7 @@ def load_entry(path: str | os.PathLike[str], region: str = "all", metric: str = 
             entries = json.load(fh)
         for e in entries:
             if e["region"] == region and e["metric"] == metric:
-                model = Model.from_dict(e["model"])
-                model.processes = model.processes or e.get("processes")
-                model.fixed = dict(e.get("fixed") or {})
-                _check_model(model, f"{path}: region {region!r}, metric {metric!r}: model")
-                return model, e
+                return entry_model(e, path), e
         have = ", ".join(sorted({f"{e['region']}/{e['metric']}" for e in entries})) or "none"
     except IsADirectoryError:
         raise PredictError(f"{path}: is a directory, not a models.json") from None
@@ -62,6 +58,16 @@ def load_entry(path: str | os.PathLike[str], region: str = "all", metric: str = 
                            f"{type(exc).__name__} {str(exc)[:120]}); give one written by the pipeline") from None
     why = "" if entries else "; the study has no models: models.csv beside it says why"
     raise PredictError(f"{path}: no model for region {region!r}, metric {metric!r} (have: {have}{why})")
+
+
+def entry_model(e: dict, path: str | os.PathLike[str]) -> Model:
+    """The checked model of one entry of a models.json (read already) at ``path``: PredictError for a
+    contradiction, KeyError, TypeError, ValueError ... for damage (load_entry words those)."""
+    model = Model.from_dict(e["model"])
+    model.processes = model.processes or e.get("processes")
+    model.fixed = dict(e.get("fixed") or {})
+    _check_model(model, f"{path}: region {e['region']!r}, metric {e['metric']!r}: model")
+    return model
 
 
 def _check_model(model: Model, where: str) -> None:

@@ -1,0 +1,108 @@
+"""``perfsweep compare`` of 1,000 call paths (issue 36: at most 10 s on this machine).
+
+    .venv/bin/python bench/compare_scale.py [--paths 1000] [--resamples 40]
+
+Two results directories, each with one study T(n, p) of ``--paths`` call paths (region/metric "time"),
+their models as the pipeline writes them (models.json with 40 resampled models per call path, from
+fits of noisy synthetic measurements on a 5 x 4 grid, their coefficients varied per call path; B has
+a tenth of the paths 20 % slower and one in fifty growing faster in n). Prints, in the same run:
+
+- the time of ``perfsweep compare A B`` (a new process: import, loading, checking, matching, the
+  ratios from 2 x 40 resampled models per path, the lead orders and the resamples' support, Holm,
+  the table), and of ``--html`` on top (figures of the first 40 rows);
+- the baseline: the same process doing only ``perfsweep predict`` of one model of A's file (the
+  command's fixed cost: Python, numpy, pandas, scipy, one models.json read and checked), and the
+  ratio of the two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))
+
+
+def base_models(resamples: int, seed: int = 0) -> list[dict]:
+    """A few fitted models of T(n, p) (as the pipeline fits them) to vary per call path."""
+    from perfsweep.modeling.fit import fit_model
+    from perfsweep.modeling.pipeline import fit_options
+
+    rng = np.random.default_rng(seed)
+    n, p = np.meshgrid([400, 800, 1200, 1600, 2000], [1, 2, 4, 8])
+    x = np.column_stack([n.ravel(), p.ravel()]).astype(float)
+    laws = [lambda x: 1e-3 * x[:, 0] / x[:, 1] + 0.05, lambda x: 2e-4 * x[:, 0] * np.log2(x[:, 0]) / x[:, 1] + 0.1,
+            lambda x: 1e-6 * x[:, 0] ** 2 / x[:, 1] + 0.02 * np.log2(x[:, 1]) + 0.1, lambda x: 0.3 + 1e-4 * x[:, 0]]
+    out = []
+    options = fit_options("p", "full", resamples, x, ["n", "p"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for law in laws:
+            y = law(x)[:, None] * np.exp(rng.normal(0, 0.05, (len(x), 3)))
+            out.append(fit_model(x, y, ["n", "p"], options=options).to_dict())
+    return out
+
+
+def write_side(root: Path, models: list[dict], paths: int, slower: bool, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    entries = []
+    for k in range(paths):
+        model = json.loads(json.dumps(models[k % len(models)]))
+        scale = float(np.exp(rng.normal(0, 0.5)))
+        if slower and k % 10 == 0:
+            scale *= 1.2
+        for m in [model, *model["bootstrap"]]:
+            m["coefficients"] = [c * scale for c in m["coefficients"]]
+        if slower and k % 50 == 1:  # a faster-growing model (another call path's form: n^2)
+            model = json.loads(json.dumps(models[2]))
+        entries.append({"study": "T_n_p", "region": f"main/solver/kernel_{k:04d}", "metric": "time", "fixed": {},
+                        "processes": "p", "level": 0.9, "notes": [], "model": model})
+    (root / "models" / "T_n_p").mkdir(parents=True)
+    (root / "models" / "T_n_p" / "models.json").write_text(json.dumps(entries))
+
+
+def timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return time.perf_counter() - start, proc
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--paths", type=int, default=1000)
+    ap.add_argument("--resamples", type=int, default=40)
+    args = ap.parse_args()
+    models = base_models(args.resamples)
+    with tempfile.TemporaryDirectory(prefix="compare-scale-") as tmp:
+        a, b = Path(tmp) / "a", Path(tmp) / "b"
+        write_side(a, models, args.paths, False, 1)
+        write_side(b, models, args.paths, True, 1)
+        size = (a / "models" / "T_n_p" / "models.json").stat().st_size
+        base, proc = timed([PERFSWEEP, "predict", str(a / "models" / "T_n_p" / "models.json"), "n=1000", "p=4",
+                            "--region", "main/solver/kernel_0000"])
+        assert proc.returncode == 0, proc.stderr
+        took, proc = timed([PERFSWEEP, "compare", str(a), str(b), "--format", "json", "--min-share", "0"])
+        assert proc.returncode in (0, 1), proc.stderr
+        data = json.loads(proc.stdout)
+        page, proc_html = timed([PERFSWEEP, "compare", str(a), str(b), "--min-share", "0", "--html", str(Path(tmp) / "page.html")])
+        assert proc_html.returncode in (0, 1), proc_html.stderr
+    counts = data["counts"]
+    print(f"compare of {args.paths} call paths x 2 sweeps ({args.resamples} resamples each; models.json "
+          f"{size / 1e6:.1f} MB per side)")
+    print(f"  perfsweep compare A B:          {took:6.2f} s   (target <= 10 s)   exit {data['exit_code']}")
+    print(f"  ... with --html (40 figures):    {page:6.2f} s")
+    print(f"  baseline perfsweep predict (1): {base:6.2f} s   compare / baseline = {took / base:.1f}x")
+    print(f"  verdicts: {', '.join(f'{k} {v}' for k, v in counts.items())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The HTML page of ``perfsweep compare --html PATH``: one self-contained file (figures inlined as PNG data),
+laid out like the Snakemake report's pages: a title bar, the verdicts' summary, the table sorted by
+impact, and per row (the first ``MAX_FIGURES`` in the table's order) both models' curves over each
+parameter with the other parameters at the target, the measured medians of both sweeps, and the ratio
+B/A with its interval."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+
+import numpy as np
+
+from perfsweep.errors import UserError
+from perfsweep.modeling.sweep_compare import CompareResult, Row, display_table, summary_lines
+
+MAX_FIGURES = 40  # rows drawn; the table lists every row
+COLOURS = {"regression": "#c0392b", "improvement": "#1e8449", "no significant change": "#555",
+           "inconclusive": "#b9770e"}
+
+STYLE = """
+body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 0; color: #222; }
+header { background: #2b3e50; color: #fff; padding: 0.8em 1.5em; }
+header h1 { font-size: 1.3em; margin: 0; } header p { margin: 0.2em 0 0; font-size: 0.9em; color: #cfd8e0; }
+main { padding: 1em 1.5em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; } tr:hover td { background: #fafbfc; }
+.verdict { font-weight: 600; } .muted { color: #888; }
+section.row { border-top: 1px solid #ddd; padding-top: 0.5em; margin-top: 1em; }
+code { font-size: 0.9em; } .summary li { margin: 0.15em 0; }
+"""
+
+
+def write_html(result: CompareResult, path: str) -> None:
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page(result), encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--html {path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def page(result: CompareResult) -> str:
+    code = result.exit_code()
+    title = "Regression" if code else "No gated regression"
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>perfsweep compare: {html.escape(title)}</title>"
+             f"<style>{STYLE}</style></head><body>",
+             f"<header><h1>perfsweep compare: {html.escape(title)} (exit {code})</h1>"
+             f"<p>A = {html.escape(result.a)} &nbsp; B = {html.escape(result.b)}</p></header><main>",
+             "<ul class='summary'>" + "".join(f"<li>{html.escape(line.lstrip('# '))}</li>"
+                                              for line in summary_lines(result)[1:]) + "</ul>"]
+    table = display_table(result)
+    anchors = {id(r): f"row{k}" for k, r in enumerate(result.rows)}
+    parts.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in table.columns) + "</tr>")
+    for k, (r, (_, rec)) in enumerate(zip(result.rows, table.iterrows())):
+        cells = []
+        for col in table.columns:
+            text = html.escape(str(rec[col]))
+            if col == "verdict":
+                text = f"<span class='verdict' style='color:{COLOURS.get(r.verdict, '#222')}'>{text}</span>"
+            if col == "region" and k < MAX_FIGURES:
+                text = f"<a href='#{anchors[id(r)]}'>{text}</a>"
+            cells.append(f"<td>{text}</td>")
+        parts.append("<tr>" + "".join(cells) + "</tr>")
+    parts.append("</table>")
+    for r in result.rows[:MAX_FIGURES]:
+        parts.append(_section(r, anchors[id(r)], result.level))
+    if len(result.rows) > MAX_FIGURES:
+        parts.append(f"<p class='muted'>{len(result.rows) - MAX_FIGURES} more rows in the table (not drawn).</p>")
+    parts.append("<p class='muted'>The ratio's interval: log B/A normal with the variance of both sweeps' resampled "
+                 "models' log predictions; verdicts judge it relative to the study's common shift (the median row) "
+                 "where one is printed, Holm-corrected over the gating rows "
+                 "(perfsweep.modeling.sweep_compare).</p></main></body></html>")
+    return "\n".join(parts)
+
+
+def _section(r: Row, anchor: str, level: float) -> str:
+    ratio = (f"B/A = {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] ({level:.0%})" if math.isfinite(r.low)
+             else f"B/A = {r.ratio:.3g}")
+    if r.shift != 1.0:
+        ratio += f"; against the study's common shift x{r.shift:.3f}: {r.relative:.3f}" + (
+            f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else "")
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.notes)
+    return (f"<section class='row' id='{anchor}'><h3>{html.escape(r.study)}: {html.escape(r.region)} / "
+            f"{html.escape(r.metric)} &mdash; <span style='color:{COLOURS.get(r.verdict, '#222')}'>"
+            f"{html.escape(r.verdict)}</span></h3>"
+            f"<p>A: <code>{html.escape(r.model_a)}</code> (lead orders {html.escape(r.orders_a)}, "
+            f"lead share {_pct(r.share_a)})<br>B: <code>{html.escape(r.model_b)}</code> (lead orders "
+            f"{html.escape(r.orders_b)}, lead share {_pct(r.share_b)})<br>scaling: {html.escape(r.scaling)}; "
+            f"at {html.escape(', '.join(f'{k}={v:g}' for k, v in r.target.items()))}: {ratio}; "
+            f"share {r.share:.1%}</p>" + (f"<ul>{notes}</ul>" if notes else "") + _figure(r, level) + "</section>")
+
+
+def _pct(v: float) -> str:
+    return f"{v:.0%}" if math.isfinite(v) else "-"
+
+
+def _figure(r: Row, level: float) -> str:
+    import matplotlib  # heavy: only a comparison page (--html) draws figures
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # heavy: as above
+
+    if r.entry_a is None or r.entry_b is None:
+        return ""
+    names = list(r.target)
+    ea, eb = r.entry_a, r.entry_b
+    a_names = [r.names_a[j] for j in r.order]  # A's name of each of B's parameters
+    back = np.argsort(r.order)  # B's columns in A's order
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.0), squeeze=False)
+    tgt = np.array([r.target[n] for n in names])
+    for k, (ax, name) in enumerate(zip(axes[0], names)):
+        pa = ea.points[:, r.order] if ea.points.size else np.empty((0, len(names)))
+        pb = eb.points if eb.points.size else np.empty((0, len(names)))
+        values = np.concatenate([pa[:, k], pb[:, k], [tgt[k]]])
+        lo, hi = float(np.min(values)), float(np.max(values))
+        grid = np.geomspace(lo, hi, 60) if lo > 0 and hi > lo else np.linspace(lo, hi if hi > lo else lo + 1, 60)
+        x = np.repeat(tgt[None], len(grid), axis=0)
+        x[:, k] = grid
+        for entry, pts, label, colour, xs in ((ea, pa, "A", "#1f77b4", x[:, back]),
+                                              (eb, pb, "B", "#ff7f0e", x)):
+            with np.errstate(all="ignore"):
+                ax.plot(grid, entry.model.predict(xs), color=colour, label=f"{label} model")
+                if entry.model.bootstrap:
+                    boots = np.array([b.predict(xs) for b in entry.model.bootstrap])
+                    q = (1 - level) / 2
+                    ax.fill_between(grid, np.nanquantile(boots, q, axis=0), np.nanquantile(boots, 1 - q, axis=0),
+                                    color=colour, alpha=0.15, linewidth=0)
+            others = [j for j in range(len(names)) if j != k]
+            on_line = np.all(np.isclose(pts[:, others], tgt[others]), axis=1) if others else np.ones(len(pts), bool)
+            if np.any(on_line):
+                ax.scatter(pts[on_line, k], entry.medians[on_line], color=colour, s=18, zorder=3,
+                           label=f"{label} measured")
+        ax.axvline(tgt[k], color="#888", linestyle="--", linewidth=0.8)
+        ax.set_xlabel(name + (f" (A: {a_names[k]})" if a_names[k] != name else ""))
+        ax.set_ylabel(r.metric)
+        if k == 0:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{r.region}/{r.metric}: B/A = {r.ratio:.3f}" + (f" [{r.low:.3f}, {r.high:.3f}]"
+                                                                   if math.isfinite(r.low) else ""), fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return f"<img alt='{html.escape(r.region)}' src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'>"
+

@@ -29,7 +29,8 @@ import tempfile
 import time
 
 from perfsweep.config import REPO_ROOT, SweepConfig, load_config, load_config_file
-from perfsweep.runner import RunSpec, execute
+from perfsweep.runner import execute
+from perfsweep.runspec import RunSpec
 
 DEFAULT = load_config_file(REPO_ROOT / "config" / "config.yaml")  # its launcher and ljmd steps
 

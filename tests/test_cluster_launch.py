@@ -12,8 +12,10 @@ import pytest
 from conftest import runner_argv
 from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
 from perfsweep.cluster.launch import MPIEXEC, ClusterSettings, expand_hostlist, parse_job, placement, resolve
-from perfsweep.config import ConfigError, load_config
-from perfsweep.runner import RunSpec, main
+from perfsweep.config import load_config
+from perfsweep.errors import ConfigError
+from perfsweep.runner import main
+from perfsweep.runspec import RunSpec
 
 # `scontrol show job -d -o 20` of a 2-node job on the local cluster (SLURM 22.05), shortened
 SCONTROL = ("JobId=20 JobName=x UserId=root(0) JobState=RUNNING Partition=debug NodeList=n[1-2] BatchHost=n1 NumNodes=2 "
@@ -217,11 +219,12 @@ def test_the_failure_record_waits_for_a_runner_still_in_flight_and_keeps_its_rec
     import threading
     import time
 
-    from perfsweep.recovery import hold_lock, record_lock_path, release_lock
+    from perfsweep.layout import record_lock
+    from perfsweep.recovery import hold_lock, release_lock
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"
-    lock = hold_lock(record_lock_path(out), wait=True)  # the orphaned runner measuring this run
+    lock = hold_lock(record_lock(out), wait=True)  # the orphaned runner measuring this run
 
     def orphan_finishes():
         time.sleep(0.5)

@@ -7,7 +7,9 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake
-from perfsweep.config import ConfigError, format_value, load_config, load_config_file
+from perfsweep.config import load_config, load_config_file
+from perfsweep.errors import ConfigError
+from perfsweep.values import format_value
 
 BASE = {
     "app": {"name": "ljmd", "args": {"steps": 5}},

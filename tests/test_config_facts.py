@@ -5,6 +5,7 @@ from importlib import resources
 
 import yaml
 
+from perfsweep import layout
 from perfsweep.apps import registry
 from perfsweep.config import SCHEMA, _schema, load_config
 
@@ -34,6 +35,7 @@ def test_study_outputs_follow_whether_it_varies_the_process_count():
                          "launcher": "{mpiexec} -n {ranks}"}, "c.yaml")
     nm, nr = sweep.studies
     assert not nm.varies_processes() and nr.varies_processes()
-    assert "out/models/nm/models.csv" in nm.outputs("out") and not any("overhead" in p for p in nm.outputs("out"))
-    assert set(nr.outputs("out")) - set(p.replace("/nm/", "/nr/") for p in nm.outputs("out")) == {
+    nm_out, nr_out = (layout.final_outputs("out", s.name, s.varies_processes()) for s in (nm, nr))
+    assert "out/models/nm/models.csv" in nm_out and not any("overhead" in p for p in nm_out)
+    assert set(nr_out) - set(p.replace("/nm/", "/nr/") for p in nm_out) == {
         "out/overhead/nr/overhead.png", "out/metrics/nr/pop.png"}

@@ -69,7 +69,7 @@ def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
     assert runs_in(second) == 4  # the 2 points the round added x 2 repetitions, nothing else
     state = json.loads((results / "plan" / "nm" / "points.json").read_text())
     # after its one round the design stops: for stable lead terms if the 2 points left the lead as it was
-    # (first in designs.adaptive_round; which one depends on the measurement), else for its rounds
+    # (first in adaptive.adaptive_round; which one depends on the measurement), else for its rounds
     stable = state["rounds"][-1]["lead"] == state["rounds"][-2]["lead"]
     assert len(state["points"]) == 2 and state["stopped"] == ("lead terms stable" if stable else "all rounds done")
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")

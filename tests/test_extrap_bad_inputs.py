@@ -108,7 +108,8 @@ def test_damaged_files_are_read_or_refused_in_one_line(tmp_path):
     import shutil
 
     from extrap_reference import DATA, inputs
-    from perfsweep.modeling.extrap_io import ExtrapFormatError, read_extrap
+    from perfsweep.errors import ExtrapFormatError
+    from perfsweep.modeling.extrap_io import read_extrap
 
     rng = random.Random(15)
     files = [DATA / rel for rel, kind in inputs().items() if kind != "cube"]

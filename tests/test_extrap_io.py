@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from conftest import REPO
-from perfsweep.modeling.extrap_io import (ExtrapFormatError, read_extrap, runs_to_tidy, write_extrap_json,
+from perfsweep.errors import ExtrapFormatError
+from perfsweep.modeling.extrap_io import (read_extrap, runs_to_tidy, write_extrap_json,
                                           write_extrap_text)
 
 DATA = REPO / "resources" / "reference-data" / "extrap"

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from perfsweep import layout
 from perfsweep.records import check_record
 
 pytestmark = pytest.mark.slow
@@ -476,7 +477,9 @@ def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(tmp_pa
     from perfsweep.config import load_config_file
 
     faults = load_config_file(cfg).study("faults")
-    assert all(Path(p).exists() for p in faults.outputs(str(results)) + faults.report_outputs(str(results)))
+    made = [*layout.final_outputs(str(results), "faults", faults.varies_processes()),
+            *layout.report_outputs(str(results), "faults", faults.varies_processes())]
+    assert all(Path(p).exists() for p in made)
     pages = _report_pages(results / "report.html")
     assert any("no license 1" in p and "no license 2" in p for p in pages)  # the failed study's page
     assert any("faults: measurements" in p for p in pages)  # the healthy study's pages

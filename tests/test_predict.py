@@ -6,8 +6,9 @@ import sys
 import numpy as np
 import pytest
 
+from perfsweep.errors import PredictError
 from perfsweep.modeling import FitOptions, Model, fit_model
-from perfsweep.modeling.predict import PredictError, load_model, predict, recommend
+from perfsweep.modeling.predict import load_model, predict, recommend
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from perfsweep import recovery
-from perfsweep.records import OTHER_LAUNCH, DamagedRecord, check_record, path_fields, set_aside, write_json_atomic
+from perfsweep import layout, recovery
+from perfsweep.errors import DamagedRecord
+from perfsweep.records import OTHER_LAUNCH, check_record, path_fields, set_aside, write_json_atomic
 
 REC = {"schema": "perfsweep.run/1", "run_id": "s/n=2_m=0.5/rep1", "study": "s", "config_id": "n=2_m=0.5",
        "repetition": 1, "parameters": {"n": 2.0, "m": 0.5, "p": 1}, "status": "ok", "error": None, "time": 0.5}
@@ -98,7 +99,7 @@ def test_clear_stale_state_keeps_finished_records_waits_for_runs_in_flight(tmp_p
     outside.write_text("keep me")
     markers = {p: _marker(state, str(p)) for p in (done, in_flight, table, outside)}
 
-    held = recovery.hold_lock(recovery.record_lock_path(in_flight), wait=False)
+    held = recovery.hold_lock(layout.record_lock(in_flight), wait=False)
 
     def finish_run():  # the runner of the killed Snakemake finishes its record a little later
         time.sleep(0.5)

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from conftest import BIN
-from perfsweep import rounds
-from perfsweep.config import ConfigError, load_config
+from perfsweep import layout, plan_state, rounds, stats
+from perfsweep.config import load_config
+from perfsweep.errors import ConfigError
 
 # An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
 # 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.
@@ -159,11 +160,11 @@ def test_targets():
     assert rounds.shortfall([1.0, 1.2, 1.0], {"cv": 0.2}, 0.05, batch=3) == 6  # remeasure's threshold
     assert rounds.shortfall([1.0], {"cv": 0.5}, None, batch=2) == 3  # one good run: no CV yet
     # the median's 95 % interval needs 6 values (its extremes then cover 1 - 2/64 = 0.97)
-    assert rounds.min_ci_runs(0.95) == 6 and rounds.median_ci([1.0] * 5) is None
+    assert stats.min_ci_runs(0.95) == 6 and stats.median_ci([1.0] * 5) is None
     assert rounds.shortfall([1.0] * 5, {"ci": 0.05, "level": 0.95}, None) == 6
-    assert rounds.median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]) == (1.0, 3.5, 6.0)
+    assert stats.median_ci([3.0, 1.0, 2.0, 5.0, 4.0, 6.0]) == (1.0, 3.5, 6.0)
     x = [1.0 + 0.01 * k for k in range(10)]  # 95 %: x_(2)..x_(9) around 1.045: within +-3.4 %
-    assert rounds.median_ci(x) == (1.01, pytest.approx(1.045), 1.08)
+    assert stats.median_ci(x) == (1.01, pytest.approx(1.045), 1.08)
     assert rounds.shortfall(x, {"ci": 0.05}, None) is None
     assert rounds.shortfall(x, {"ci": 0.017}, None) == 39  # 10 x (0.0335 / 0.017)^2, rounded up
 
@@ -171,17 +172,18 @@ def test_targets():
 def test_planned_repetitions_within_min_and_max(tmp_path):
     sweep = load_config({**config(tmp_path / "r", {"min": 2, "max": 5})})
     study = sweep.studies[0]
-    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
-    path = rounds.plan_file(tmp_path / "r", "s", rounds.REPETITIONS_FILE)
+    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+    path = layout.plan_file(tmp_path / "r", "s", layout.REPETITIONS_FILE)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"n=1": 9, "n=2": 4, "n=7": 3}))
-    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 5, "n=2": 4}  # a lowered max
+    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 5, "n=2": 4}  # a lowered max
     path.write_text("{not json")
-    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
 
 
 def test_study_records_by_configuration_and_repetition(tmp_path):
-    from perfsweep.records import ok_times, study_records
+    from perfsweep.records import study_records
+    from perfsweep.stats import ok_times
 
     for cid, k, text in (("n=1", 0, '{"status": "ok", "time": 1.5}'), ("n=1", 1, '{"status": "failed", "time": null}'),
                          ("n=1", 10, '{"status": "ok", "time": 2}'), ("n=2", 0, "{truncated"), ("n=2", 1, "[1.0]")):
@@ -230,7 +232,7 @@ def test_repetitions_settled_once_every_unmeasured_configuration_is_planned_to_m
             path.write_text(json.dumps({"status": "ok", "time": 1.0 if cid == "n=1" else 1.0 + 2 * k}))
     # n=1 meets the target; n=2 (CV 0.71 > 0.5) misses it: planned to 4 = max, so nothing can follow
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (True, True)
-    assert rounds.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 4}
+    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 4}
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, True)  # nothing new measured
     sweep = load_config(config(tmp_path / "r", {"min": 2, "max": 6}))  # a batch of 2 more, still below 6
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, False)  # 4 planned, 2 measured

@@ -8,7 +8,8 @@ import pytest
 from conftest import runner_argv
 from perfsweep.config import load_config
 from perfsweep.cluster.launch import resolve
-from perfsweep.runner import RunSpec, execute, main
+from perfsweep.runner import execute, main
+from perfsweep.runspec import RunSpec
 
 PY = sys.executable
 

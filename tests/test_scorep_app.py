@@ -10,9 +10,11 @@ import pytest
 import yaml
 
 from conftest import REPO, snakemake
-from perfsweep.config import ConfigError, load_config
+from perfsweep.config import load_config
+from perfsweep.errors import ConfigError
 from perfsweep.modeling import Model
-from perfsweep.runner import RunSpec, execute
+from perfsweep.runner import execute
+from perfsweep.runspec import RunSpec
 
 STANDIN = REPO / "tests" / "apps" / "scorep_standin.py"
 TEMPLATE = REPO / "tests" / "data" / "extrap" / "cubeset" / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"

@@ -6,7 +6,8 @@ import subprocess
 import pytest
 
 from conftest import BIN, REPO
-from perfsweep.stages import RuleMismatch, bind, collect, metrics
+from perfsweep.errors import RuleMismatch
+from perfsweep.stages import bind, collect, metrics
 
 
 def test_bind_hands_keys_and_wildcards_by_name():

@@ -24,13 +24,24 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+from perfsweep import layout, planning
+from perfsweep.apps.output import check_sample
 from perfsweep.config import REPO_ROOT, load_config_file
-from perfsweep.errors import UserError
+from perfsweep.errors import DamagedRecord, Terminated, UserError
+from perfsweep.modeling import compare_cli, extrap_models, validation
+from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, load_model, predict, recommend
+from perfsweep.records import ARCHIVED_STATUSES, LEFTOVER, STATUSES, check_record, leftover_temps, path_fields
+from perfsweep.recovery import acquire_run_lock, workdir_busy
+from perfsweep.rounds import run_rounds
+from perfsweep.runner import descendants
+from perfsweep.tables import no_successful_run
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -49,8 +60,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _check_sample_output(sweep, path: str) -> int:
     """What each external app's patterns extract from a saved output: 0 if all match, 1 if one does not."""
-    from perfsweep.apps.output import check_sample
-
     try:
         text = Path(path).read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
@@ -124,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(snakefile),
             "--configfile", args.config]
     keep_going = [] if args.stop_on_error else ["--keep-going"]
-    extra, report = _own_report(args.snakemake, str(Path(sweep.results) / "report.html"))
+    extra, report = _own_report(args.snakemake, layout.report_html(sweep.results))
     cmd = [*base, "--cores", str(args.cores or os.cpu_count() or 1), *keep_going, *extra]
     dry = "-n" in extra or "--dry-run" in extra
     # the report by the run of the whole workflow (with the user's targets, of what they build): one
@@ -148,9 +157,6 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
-    from perfsweep.recovery import acquire_run_lock, workdir_busy
-    from perfsweep.rounds import run_rounds
-
     if not acquire_run_lock() or workdir_busy():
         raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
                         "(Ctrl-C); Snakemake's --unlock would let both write the same records")
@@ -171,8 +177,6 @@ def _cannot_write(where: Path, size: int = 1 << 16) -> str | None:
     """The OS error that keeps files from being written in the directory ``where`` (a full filesystem:
     "No space left on device", a quota), or None: a probe of ``size`` bytes is written, synced and
     removed."""
-    import tempfile
-
     try:
         fd, probe = tempfile.mkstemp(prefix=".perfsweep-space.", dir=where)
     except OSError as exc:
@@ -195,19 +199,18 @@ def _report_despite_failures(snakemake, sweep, report: str) -> None:
     (``snakemake(targets, with_report=True)``; None: no report wanted), then one line per failed study:
     what failed, why, what to do. These are the last lines a user sees, after Snakemake's."""
     results = sweep.results
-    made = {s.name: all(Path(p).exists() for p in s.outputs(results) + s.report_outputs(results))
-            for s in sweep.studies}
+    made = {s.name: all(Path(p).exists() for p in _study_outputs(s, results)) for s in sweep.studies}
     failed = [s for s in sweep.studies if not made[s.name]]
     if not failed:
         return  # every study got through: what failed was of all studies (the models summary)
-    tables = {s.name: f"{results}/tables/{s.name}/runs.csv" for s in failed
-              if Path(f"{results}/tables/{s.name}/runs.csv").exists()}
-    targets = [p for s in sweep.studies if made[s.name] for p in s.outputs(results) + s.report_outputs(results)]
-    pages = {name: f"{results}/report/{name}/failures.html" for name in tables}
+    tables = {s.name: layout.output(results, "collect", "runs", s.name) for s in failed
+              if Path(layout.output(results, "collect", "runs", s.name)).exists()}
+    targets = [p for s in sweep.studies if made[s.name] for p in _study_outputs(s, results)]
+    pages = {name: layout.output(results, "failures_page", "failures", name) for name in tables}
     written = bool(snakemake and targets) and snakemake([*targets, *pages.values()], with_report=True) == 0
     for s in failed:
         table = (pages if written else tables).get(s.name)
-        where = f"its runs and their errors: {table}" if table else f"see {results}/logs/"
+        where = f"its runs and their errors: {table}" if table else f"see {layout.logs_dir(results)}"
         print(f"perfsweep: study {s.name} failed: {_why_failed(s, results)}; {where}; fix it and run the same "
               "command again", file=sys.stderr)
     if written:
@@ -215,21 +218,25 @@ def _report_despite_failures(snakemake, sweep, report: str) -> None:
               + (f" (with the failed studies' runs: {', '.join(pages)})" if pages else ""), file=sys.stderr)
 
 
+def _study_outputs(study, results: str) -> list[str]:
+    """What the workflow makes of a study, the report's pages included (perfsweep.layout)."""
+    p = study.varies_processes()
+    return layout.final_outputs(results, study.name, p) + layout.report_outputs(results, study.name, p)
+
+
 def _why_failed(study, results: str) -> str:
     """Why a study's outputs were not made: no successful run (with the first run's error), or the first
     output missing."""
-    import pandas as pd
-
-    from perfsweep.tables import no_successful_run
+    import pandas as pd  # heavy (pandas): only after a failed sweep
 
     try:
-        runs = pd.read_csv(f"{results}/tables/{study.name}/runs.csv")
+        runs = pd.read_csv(layout.output(results, "collect", "runs", study.name))
     except (OSError, ValueError):
         runs = None
     if runs is not None and len(runs) and not (runs["status"] == "ok").any():
         return no_successful_run(runs)
-    missing = next(p for p in study.outputs(results) + study.report_outputs(results) if not Path(p).exists())
-    return f"{missing} was not made (a step failed: its log is under {results}/logs/)"
+    missing = next(p for p in _study_outputs(study, results) if not Path(p).exists())
+    return f"{missing} was not made (a step failed: its log is under {layout.logs_dir(results)})"
 
 
 def _interrupted(since: float, state_dir: str = ".snakemake") -> bool:
@@ -244,14 +251,6 @@ def _interrupted(since: float, state_dir: str = ".snakemake") -> bool:
     return False
 
 
-class Terminated(Exception):
-    """perfsweep run got SIGTERM: it stopped Snakemake and the runs in flight as a Ctrl-C does."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
 def _wait(proc: subprocess.Popen) -> int:
     """Snakemake's exit code. On Ctrl-C (which reaches Snakemake too: same process group) wait until it
     has stopped its jobs and recorded them, then raise KeyboardInterrupt; if Snakemake did not get the
@@ -260,8 +259,6 @@ def _wait(proc: subprocess.Popen) -> int:
     to Snakemake and every process under it (the runs in flight are archived as ``killed`` and measured
     by the next start), then as above; Terminated is raised. Not SIGTERM: Snakemake's SIGTERM handler
     takes its scheduler's lock, and hangs for good when it lands while the scheduler holds that lock."""
-    import signal
-
     got: list[int] = []
 
     def terminate(signum, frame):
@@ -284,10 +281,6 @@ def _wait(proc: subprocess.Popen) -> int:
 def _interrupt_all(proc: subprocess.Popen) -> None:
     """SIGINT to ``proc`` and then to every process under it (Linux: /proc/PID/task/TID/children), as a
     Ctrl-C in its terminal would send it, without the processes beside perfsweep in its group."""
-    import signal
-
-    from perfsweep.runner import descendants
-
     for pid in [proc.pid, *descendants(proc.pid)]:  # (no /proc: Snakemake alone, which still stops)
         try:
             os.kill(pid, signal.SIGINT)
@@ -296,8 +289,6 @@ def _interrupt_all(proc: subprocess.Popen) -> None:
 
 
 def _wait_interruptible(proc: subprocess.Popen) -> int:
-    import signal
-
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -362,15 +353,10 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
 
 
 def _load_model(args: argparse.Namespace):
-    from perfsweep.modeling.predict import load_model
-
     return load_model(args.models, args.region, args.metric)
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from perfsweep.modeling import validation
-    from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, predict
-
     model, entry = load_entry(args.models, args.region, args.metric)
     table = predict(model, _values(args.values), args.level)
     print(f"# {args.region}/{args.metric}: {model}")
@@ -386,8 +372,6 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    from perfsweep.modeling.predict import form_note, is_time_metric, recommend
-
     if not is_time_metric(args.metric):
         raise UserError(f"--metric {args.metric}: recommend ranks configurations by run time and core-hours; "
                         "give a time metric (predict evaluates any metric)")
@@ -409,7 +393,7 @@ def _register_modeling(sub) -> None:
     for name, func, text in (("predict", _predict, "evaluate a fitted model at new parameter values"),
                              ("recommend", _recommend, "the configuration that minimises time or core-hours")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("models", help="a models.json written by the pipeline (results/models/<study>/)")
+        p.add_argument("models", help=f"a models.json written by the pipeline ({layout.named('models')}<study>/)")
         p.add_argument("values", nargs="+", help="NAME=V1,V2,... for every parameter of the model")
         p.add_argument("--region", default="all")
         p.add_argument("--metric", default="time")
@@ -427,14 +411,11 @@ def _register_modeling(sub) -> None:
 
 def _check_records(args: argparse.Namespace) -> int:
     """Check run records (files, or directories searched for rep<k>.json) against their paths."""
-    from perfsweep.records import (ARCHIVED_STATUSES, LEFTOVER, STATUSES, DamagedRecord, check_record, is_archived,
-                                   leftover_temps, path_fields)
-
     paths: list[Path] = []
     damaged = 0
     for item in map(Path, args.paths):
         if item.is_dir():
-            paths += sorted(item.rglob("rep*.json"))
+            paths += sorted(item.rglob(layout.record_glob()))
             for tmp in leftover_temps(item):
                 print(f"perfsweep: {tmp}: {LEFTOVER} (the next perfsweep run sets it aside)", file=sys.stderr)
                 damaged += 1
@@ -444,7 +425,7 @@ def _check_records(args: argparse.Namespace) -> int:
             raise UserError(f"{item}: no such file or directory")
     for path in paths:
         try:
-            check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if is_archived(path) else STATUSES)
+            check_record(path, **path_fields(path), statuses=ARCHIVED_STATUSES if layout.is_archived(path) else STATUSES)
         except DamagedRecord as exc:
             print(f"perfsweep: damaged record {exc}", file=sys.stderr)
             damaged += 1
@@ -454,27 +435,21 @@ def _check_records(args: argparse.Namespace) -> int:
 
 
 def _register_records(sub) -> None:
-    c = sub.add_parser("check-records", help="check run records (results/runs/...) and name the damaged ones")
+    c = sub.add_parser("check-records", help=f"check run records ({layout.named(layout.RUNS)}...) and name the damaged ones")
     c.add_argument("paths", nargs="+", help="record files or directories (e.g. results/runs)")
     c.set_defaults(func=_check_records)
 
 
 def _register_extrap(sub) -> None:
-    from perfsweep.modeling.extrap_models import register_cli
-
-    register_cli(sub)
+    extrap_models.register_cli(sub)
 
 
 def _register_plan(sub) -> None:
-    from perfsweep.designs import register_cli
-
-    register_cli(sub)
+    planning.register_cli(sub)
 
 
 def _register_compare(sub) -> None:
-    from perfsweep.modeling.compare_cli import register_cli
-
-    register_cli(sub)
+    compare_cli.register_cli(sub, _level)
 
 
 # Subcommands contributed by other modules, each a function(sub).

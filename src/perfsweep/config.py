@@ -20,6 +20,7 @@ import itertools
 import math
 import re
 import string
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -28,39 +29,13 @@ import jsonschema
 import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, PROCESSES, RUN_METRICS, ParamSpec
+from perfsweep.apps.scorep import template_error
 from perfsweep.designs import Design, design_configurations, max_size, parse_design
-from perfsweep.errors import UserError
+from perfsweep.errors import ConfigError, DuplicateKey
+from perfsweep.values import Configuration, format_value
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
 SCHEMA = "schemas/config.schema.yaml"  # package data: the one copy of the config schema
-
-
-class ConfigError(UserError):
-    """A user error in a config file: one line with file, field and value."""
-
-    def __init__(self, source: str, where: str, message: str) -> None:
-        self.source, self.where, self.message = source, where, message
-        super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
-
-
-def format_value(value: Any) -> str:
-    """Canonical text of a parameter value, used in config ids and paths (2.0 -> '2', 0.5 -> '0.5')."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-@dataclass(frozen=True)
-class Configuration:
-    """One point of a study's grid (or one of its validation points, ``validation``: measured like
-    the others, never fitted): the full parameter set and its id (from the varied values)."""
-
-    study: str
-    config_id: str
-    params: dict[str, Any]
-    validation: bool = False
 
 
 @dataclass
@@ -94,26 +69,6 @@ class Study:
     def varies_processes(self) -> bool:
         """Whether the study varies the process count (then it also gets the overhead and metrics stages)."""
         return self.processes in self.vary
-
-    def outputs(self, results: str) -> list[str]:
-        """What the workflow makes of this study under ``results`` (one file per stage; `rule all` asks
-        for them; the report's pages: report_outputs)."""
-        t, f = f"{results}/tables/{self.name}", f"{results}/figures/{self.name}"
-        out = [f"{t}/runs.csv", f"{t}/variability.csv", f"{t}/medians.csv", f"{f}/time_vs_parameters.png",
-               f"{f}/grid.png", f"{f}/model_vs_measurement.png", f"{results}/models/{self.name}/models.csv"]
-        if self.varies_processes():
-            out += [f"{results}/overhead/{self.name}/overhead.png", f"{results}/metrics/{self.name}/pop.png"]
-        return out
-
-    def report_outputs(self, results: str, each_model: bool = False) -> list[str]:
-        """The report's extra content for this study (workflow/rules/report.smk): the sheet of every
-        model, the tables as HTML pages and, if ``each_model`` (for a zip report), each model's figures."""
-        f, r = f"{results}/figures/{self.name}", f"{results}/report/{self.name}"
-        out = [f"{f}/model_sheet.png", f"{r}/variability.html", f"{r}/measurements.html", f"{r}/models.html"]
-        out += [f"{f}/models"] if each_model else []
-        if self.varies_processes():
-            out += [f"{r}/scaling.html", f"{r}/efficiency.html"]
-        return out
 
     def configurations(self) -> list[Configuration]:
         """The configurations the study's design measures (ids as in the full grid)."""
@@ -167,8 +122,6 @@ class SweepConfig:
 def _schema() -> dict[str, Any]:
     """The config schema (package data, so that an installed perfsweep validates configs too), with the
     facts whose home is the app registry: the built-in apps' names and the process count's default name."""
-    from importlib import resources
-
     schema = yaml.safe_load(resources.files("perfsweep").joinpath(SCHEMA).read_text())
     schema["definitions"]["app"]["properties"]["name"]["enum"] = list(BUILTIN_APPS)
     schema["definitions"]["app"]["properties"]["args"]["description"] += "; the options each app knows: " + "; ".join(
@@ -461,8 +414,6 @@ def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: d
     for name, value in parameters.items():
         _check_value(source, f"{prefix}parameters.{name}", name, value, specs.get(name, default_spec))
     if "profile" in app:
-        from perfsweep.apps.scorep import template_error
-
         problem = ("only for your own app (command:)" if "name" in app
                    else template_error(app["profile"], list(parameters)))
         if problem:
@@ -621,12 +572,6 @@ def load_config_file(path: str | Path) -> SweepConfig:
         where = f"line {mark.line + 1}" if mark else ""
         raise ConfigError(source, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
     return load_config(data, source)
-
-
-class DuplicateKey(yaml.YAMLError):
-    def __init__(self, key: Any, line: int) -> None:
-        super().__init__(f"duplicate key {key!r} at line {line}")
-        self.key, self.line = key, line
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

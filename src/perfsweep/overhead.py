@@ -33,17 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import least_squares
 
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.errors import OverheadError
 
 
 # A triple's 3x3 system above this condition number has no usable solution (rounding decides it).
 SINGULAR_CONDITION = 1e12
-
-
-class OverheadError(ValueError):
-    """Input that the overhead model cannot be fitted to (one-line message)."""
 
 
 # ---------------------------------------------------------------- the model
@@ -381,8 +379,6 @@ def fit_per_group(medians, p_col: str = PROCESS_COUNT, time_col: str = "median",
     p > 1); ``curves`` the measured and modelled t and tau per p; ``results`` the analyse() output
     per fitted group, keyed by the group's label.
     """
-    import pandas as pd
-
     group_cols = list(group_cols or [])
     fits, curves, results = [], [], {}
     groups = medians.groupby(group_cols, sort=True) if group_cols else [((), medians)]

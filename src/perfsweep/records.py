@@ -34,19 +34,21 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import math
 import os
-import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Iterator
 
-from perfsweep.errors import UserError
+from perfsweep import layout
+from perfsweep.errors import DamagedRecord
+from perfsweep.values import format_value
 
 RUN_SCHEMA = "perfsweep.run/1"
-# records that the sweep's launch now would not make (perfsweep.runner.RunSpec.launched): plan counts
+# records that the sweep's launch now would not make (perfsweep.runspec.RunSpec.launched): plan counts
 # them as still to run, the workflow sets them aside and measures them again (perfsweep.recovery)
 OTHER_LAUNCH = ("of another launch (app, args, launcher or output patterns since "
                 "changed, or timed out under a shorter timeout, or failed with fewer attempts than retries now allows)")
@@ -87,69 +89,41 @@ def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def study_records(results: str | os.PathLike[str], study: str,
                   damaged: set[tuple[str, int]] | None = None) -> dict[str, dict[int, dict[str, Any]]]:
-    """config id -> {repetition k: record} of the run records ``<results>/runs/<study>/<config_id>/rep<k>.json``
-    (in path order). A record that cannot be read or is not a JSON object is left out, as not measured
+    """config id -> {repetition k: record} of a study's run records (perfsweep.layout.record; in path
+    order). A record that cannot be read or is not a JSON object is left out, as not measured
     (``perfsweep check-records`` names it); the records are not checked further, unless ``damaged`` (a
     set) is given: then each is checked against its path (check_record, as the workflow does before it
     sets damaged ones aside), and a damaged one is left out and its (config id, repetition) added there."""
     out: dict[str, dict[int, dict[str, Any]]] = {}
-    for path in sorted((Path(results) / "runs" / study).glob("*/rep*.json")):
-        m = re.fullmatch(r"rep(\d+)\.json", path.name)
-        if not m:
-            continue
+    for path, config_id, repetition in layout.study_record_paths(results, study):
         try:
             rec = read_record(path) if damaged is None else check_record(path, **path_fields(path))
         except DamagedRecord:
-            damaged.add((path.parent.name, int(m.group(1))))
+            damaged.add((config_id, repetition))
             continue
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict):
-            out.setdefault(path.parent.name, {})[int(m.group(1))] = rec
+            out.setdefault(config_id, {})[repetition] = rec
     return out
-
-
-def ok_times(records: Iterable[dict[str, Any]]) -> list[float]:
-    """The measured times of the good runs (status ok, a numeric time) among ``records``."""
-    return [float(r["time"]) for r in records if r.get("status") == "ok" and isinstance(r.get("time"), (int, float))]
-
-
-def cv_of(times: Iterable[float]) -> float:
-    """The coefficient of variation of repeated times: the sample standard deviation (ddof 1) over the
-    mean (seed 001, Table 1; the variability table's and the adaptive repetitions' target); NaN below
-    2 values or for a mean <= 0."""
-    times = list(times)
-    n = len(times)
-    if n < 2:
-        return math.nan
-    mean = sum(times) / n
-    if mean <= 0:
-        return math.nan
-    var = sum((t - mean) ** 2 for t in times) / (n - 1)
-    return math.sqrt(var) / mean
 
 
 STATUSES = ("ok", "failed", "timeout")
 ARCHIVED_STATUSES = (*STATUSES, "killed")  # an archived attempt may have been cut short (Ctrl-C, scancel)
 
 
-def archive_name(repetition: int, attempt: int, stamp: str = "*") -> str:
-    """The name of an attempt's copy in ``<results>/archive/<study>/<config>/`` (``*``: a glob of them)."""
-    return f"rep{repetition}.attempt{attempt}.{stamp}.json"
-
-
-def is_archived(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is named as archive_name names an attempt's copy."""
-    return re.fullmatch(r"rep\d+\.attempt\d+\..+\.json", Path(path).name) is not None
+def archive_copy(archive_dir: str | os.PathLike[str], repetition: int, attempt: int, record: dict[str, Any]) -> Path:
+    """Keep an attempt's record in its configuration's archive (perfsweep.layout.archive_name: a unique
+    name per attempt and time), atomically; returns its path."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    path = Path(archive_dir) / layout.archive_name(repetition, attempt, stamp)
+    write_json_atomic(path, record)
+    return path
 
 
 def is_time(value: Any) -> bool:
     """A measured time: a finite number >= 0 (not a bool, not a string)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
-class DamagedRecord(UserError):
-    """A run record that cannot be used: unreadable, incomplete, or not the run its path names."""
 
 
 def check_record(path: str | os.PathLike[str], study: str | None = None, config_id: str | None = None,
@@ -202,8 +176,6 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
     for key, want in expected.items():
         if want is not None and rec[key] != want:
             raise bad(f"{key}: {rec[key]!r} does not match its path ({want!r})")
-    if params:
-        from perfsweep.config import format_value  # only here: the runner does not need the config machinery
     for name, want in (params or {}).items():
         have = rec["parameters"].get(name)
         if have is None or format_value(have) != format_value(want):
@@ -212,24 +184,24 @@ def check_record(path: str | os.PathLike[str], study: str | None = None, config_
 
 
 def leftover_temps(root: str | os.PathLike[str]) -> list[Path]:
-    """Temporary files of atomic writes of run records under ``root`` (``.rep<k>.json.<random>.tmp``, also
-    of the archive's copies) that a crash left between their creation and their rename: never a record."""
-    return sorted(p for p in Path(root).rglob(".rep*.json.*.tmp") if p.is_file())
+    """Temporary files of atomic writes of run records under ``root`` (layout.LEFTOVER_GLOB, also of the
+    archive's copies) that a crash left between their creation and their rename: never a record."""
+    return sorted(p for p in Path(root).rglob(layout.LEFTOVER_GLOB) if p.is_file())
 
 
 LEFTOVER = "a temporary file of a record's write that a crash cut short, not a record"
 
 
 def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], stamp: str,
-              folder: str = "quarantine") -> Path:
+              folder: str = layout.QUARANTINE) -> Path:
     """Move a file under ``<results>/<folder>/<stamp>/`` (same relative path); never deletes. Damaged
-    files go to ``quarantine``, records of another launch to ``superseded``."""
+    files go to layout.QUARANTINE, records of another launch to layout.SUPERSEDED."""
     path, results = Path(path), Path(results)
     try:
         rel = path.resolve().relative_to(results.resolve())
     except ValueError:
         rel = Path(path.name)
-    target = results / folder / stamp / rel
+    target = layout.set_aside_target(results, folder, stamp, rel)
     target.parent.mkdir(parents=True, exist_ok=True)
     n = 1
     while target.exists():
@@ -240,20 +212,19 @@ def set_aside(path: str | os.PathLike[str], results: str | os.PathLike[str], sta
 
 
 def path_fields(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """What a record's path ``.../runs/<study>/<config_id>/rep<k>.json`` says about it (for check_record);
-    empty where the path does not have that form."""
-    path = Path(path)
-    m = re.fullmatch(r"rep(\d+)\.json", path.name)
-    if not m or len(path.parts) < 4 or path.parts[-4] != "runs":
+    """What a record's path (perfsweep.layout.record) says about it, for check_record: study, config id,
+    repetition and the parameter values of its config id; empty where the path does not have that form."""
+    fields = layout.parse_record(path)
+    if not fields:
         return {}
     params: dict[str, str] = {}
     pending = ""
-    for token in path.parent.name.split("_"):  # n=1_m=2; a parameter name may itself contain '_'
+    for token in fields["config_id"].split("_"):  # n=1_m=2; a parameter name may itself contain '_'
         if "=" not in token:
             pending += token + "_"
             continue
         name, value = token.split("=", 1)
         params[pending + name] = value
         pending = ""
-    return {"study": path.parts[-3], "config_id": path.parent.name, "repetition": int(m.group(1)),
+    return {"study": fields["study"], "config_id": fields["config_id"], "repetition": fields["repetition"],
             "params": params}

@@ -31,15 +31,12 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from perfsweep.records import LEFTOVER, OTHER_LAUNCH, DamagedRecord, check_record, leftover_temps, set_aside
+from perfsweep import layout
+from perfsweep.errors import DamagedRecord
+from perfsweep.layout import record_lock
+from perfsweep.records import LEFTOVER, OTHER_LAUNCH, check_record, set_aside
 
 _HELD: list[int] = []  # file descriptors of locks held for the life of this process
-
-
-def record_lock_path(record: str | os.PathLike[str]) -> Path:
-    """The lock a runner holds while it produces ``record`` (a hidden file beside it)."""
-    record = Path(record)
-    return record.with_name(f".{record.name}.lock")
 
 
 def hold_lock(path: str | os.PathLike[str], wait: bool) -> int | None:
@@ -138,15 +135,15 @@ def clear_stale_state(state_dir: str | os.PathLike[str], results: str | os.PathL
             done["locks"] += 1
         if done["locks"]:
             log(f"perfsweep: removed {done['locks']} stale Snakemake lock(s) of an interrupted run")
-    runs = results / "runs"
+    runs = layout.runs_dir(results)
     for key, marker in _marker_keys(state / "incomplete").items():
         path = Path(key)
         if _inside(path, runs) and path.name.endswith(".json"):
             # a runner of the interrupted Snakemake may still be measuring: let it finish its record
-            fd = hold_lock(record_lock_path(path), wait=False)
+            fd = hold_lock(record_lock(path), wait=False)
             if fd is None:
                 log(f"perfsweep: {path}: waiting for the run still in flight from the interrupted sweep")
-                fd = hold_lock(record_lock_path(path), wait=True)
+                fd = hold_lock(record_lock(path), wait=True)
                 done["waited"] += 1
             release_lock(fd)
             if path.exists():
@@ -197,12 +194,12 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
             continue
         if launched is not None and not launched(fields, record):
             if not dry_run:
-                set_aside(path, results, stamp, folder="superseded")
+                set_aside(path, results, stamp, folder=layout.SUPERSEDED)
             superseded[fields["study"]] = superseded.get(fields["study"], 0) + 1
     for study, count in superseded.items():
-        where = Path(results) / "superseded" / stamp
+        where = layout.set_aside_dir(results, layout.SUPERSEDED, stamp)
         line = (f"perfsweep: study {study}: {count} record(s) {OTHER_LAUNCH} "
-                + ("would be set aside under results/superseded/ and measured again" if dry_run
+                + (f"would be set aside under {layout.named(layout.SUPERSEDED)} and measured again" if dry_run
                    else f"moved under {where}, measured again"))
         lines.append(line)
         log(line)
@@ -210,22 +207,19 @@ def repair_records(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
 
 
 def set_aside_leftovers(results: str | os.PathLike[str], dry_run: bool = False, log=print) -> list[str]:
-    """Move the temporary files of record writes that a crash cut short (records.leftover_temps, under
+    """Move the temporary files of record writes that a crash cut short (layout.leftover_temps, under
     ``runs/`` and ``archive/``) under ``<results>/quarantine/<time>/``, one line each; not those of a run
     whose runner is still writing (it holds the record's lock). Returns the lines."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     lines = []
-    for folder in ("runs", "archive"):
-        for tmp in leftover_temps(Path(results) / folder):
-            rep = tmp.name[1:].split(".", 1)[0]  # rep<k>
-            rel = tmp.parent.relative_to(Path(results) / folder)
-            fd = hold_lock(record_lock_path(Path(results) / "runs" / rel / f"{rep}.json"), wait=False)
-            if fd is None:
-                continue  # its runner is writing it now
-            release_lock(fd)
-            where = "would be set aside" if dry_run else f"moved to {set_aside(tmp, results, stamp)}"
-            lines.append(f"perfsweep: {tmp}: {LEFTOVER}; {where}")
-            log(lines[-1])
+    for tmp, record in layout.leftover_temps(results):
+        fd = hold_lock(record_lock(record), wait=False)
+        if fd is None:
+            continue  # its runner is writing it now
+        release_lock(fd)
+        where = "would be set aside" if dry_run else f"moved to {set_aside(tmp, results, stamp)}"
+        lines.append(f"perfsweep: {tmp}: {LEFTOVER}; {where}")
+        log(lines[-1])
     return lines
 
 
@@ -238,7 +232,7 @@ def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     reopened: dict[str, dict[str, str]] = {}  # study -> {config id: its first missing record}
     for path, fields in expected:
-        manifest = Path(results) / "bundles" / fields["study"] / f"{fields['config_id']}.txt"
+        manifest = Path(layout.bundle_manifest(results, fields["study"], fields["config_id"]))
         bundles = reopened.setdefault(fields["study"], {})
         if os.path.lexists(path) or fields["config_id"] in bundles or not manifest.exists():
             continue
@@ -276,7 +270,7 @@ def dry_run_requested(argv: list[str]) -> bool:
     """Whether this Snakemake was asked for a dry run (``-n``) or to touch outputs: then nothing is
     moved. Snakemake only knows it after parsing the workflow, so its own argument parser is asked."""
     try:
-        from snakemake.cli import get_argument_parser
+        from snakemake.cli import get_argument_parser  # heavy: only the workflow's main process asks
 
         args, _ = get_argument_parser().parse_known_args(argv)
         return bool(getattr(args, "dryrun", False) or getattr(args, "touch", False))

@@ -117,7 +117,7 @@ def zip_report_requested(argv: list[str]) -> bool:
     report also carries every model's full-size figure, not only the study's sheet of all models
     (an HTML report embeds every figure and is meant to stay small enough to send)."""
     try:
-        from snakemake.cli import get_argument_parser
+        from snakemake.cli import get_argument_parser  # heavy: only the workflow's main process asks
 
         args, _ = get_argument_parser().parse_known_args(argv)
         return str(getattr(args, "report", None) or "").endswith(".zip")

@@ -24,6 +24,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from perfsweep import layout
+
 PROBE = """
 <script>
 window.addEventListener('load', async () => {
@@ -109,9 +111,10 @@ def unshown_figures(results: str | os.PathLike[str], loaded: dict[str, int]) -> 
     """
     unshown = []
     for png in sorted(Path(results).rglob("*.png")):
-        if png.parent.name == "models":
-            sheet = png.parent.parent / "model_sheet.png"
-            index = sheet.with_suffix(".csv")
+        study = png.parent.parent.name
+        if png.parent == Path(layout.output(results, "model_figures", "figures", study)):
+            sheet = Path(layout.output(results, "model_sheet", "sheet", study))
+            index = layout.figure_data(sheet)
             listed = {row["figure"] for row in csv.DictReader(index.open())} if index.exists() else set()
             shown = loaded.get(str(sheet), 0) > 0 and png.name.replace("__vs_measurement", "") in listed
         else:

@@ -14,7 +14,7 @@ Adaptive repetitions (config ``repetitions: {min: 3, max: 10, until: {cv: 0.05}}
 configuration gets ``min`` repetitions first; after each round, a configuration whose repetitions do
 not meet the target gets more (rep ids continue: rep3, rep4, ...), up to ``max``. The targets:
 
-- ``until: {cv: x}``: the coefficient of variation (records.cv_of, as in the variability table) of its
+- ``until: {cv: x}``: the coefficient of variation (stats.cv_of, as in the variability table) of its
   good repetitions is at most x;
 - ``until: {ci: x}``: the distribution-free confidence interval of the median (order statistics, level
   ``level``, default 0.95) lies within +-x of the median (Hoefler and Belli, SC'15, Rule 5 / Sec. 4.2.2);
@@ -25,16 +25,17 @@ State: ``<results>/plan/<study>/repetitions.json``, ``{config_id: repetitions it
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from perfsweep.errors import UserError
-from perfsweep.records import cv_of, ok_times, study_records, write_json_atomic
+from perfsweep.adaptive import next_round
+from perfsweep.layout import REPETITIONS_FILE, plan_file
+from perfsweep.plan_state import add_planned_points, planned_repetitions
+from perfsweep.records import study_records, write_json_atomic
+from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
 
 MAX_ROUNDS = 8
-REPETITIONS_FILE = "repetitions.json"
 
 
 class Planned(NamedTuple):
@@ -45,79 +46,7 @@ class Planned(NamedTuple):
     settled: bool = False
 
 
-def plan_file(results: str | Path, study: str, name: str) -> Path:
-    return Path(results) / "plan" / study / name
-
-
-def read_plan(results: str | Path, study: str, name: str, default: dict | None = None, strict: bool = False) -> dict:
-    """A state file of earlier rounds (``<results>/plan/<study>/<name>``, a JSON object); ``default`` ({})
-    if there is none. One that cannot be read or is not an object is planned anew (``default``), or with
-    ``strict`` (state that must not be lost silently) a UserError naming it."""
-    path = plan_file(results, study, name)
-    default = {} if default is None else default
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return default
-    except (OSError, ValueError) as exc:
-        if strict:
-            raise UserError(f"{path}: not a readable plan file ({exc}); move it away to start anew") from None
-        return default
-    if not isinstance(data, dict):
-        if strict:
-            raise UserError(f"{path}: not a perfsweep plan file (not a JSON object); move it away to start anew")
-        return default
-    return data
-
-
-def planned_repetitions(study, results: str | Path) -> dict[str, int]:
-    """How many repetitions each configuration of ``study`` needs now: ``min``, or what earlier rounds
-    asked for, within [min, max] (a lowered max asks for fewer; the records beyond it stay on disk)."""
-    state = read_plan(results, study.name, REPETITIONS_FILE) if study.max_repetitions > study.repetitions else {}
-    out = {}
-    for cfg in study.configurations():
-        n = state.get(cfg.config_id, study.repetitions)
-        n = n if isinstance(n, int) and not isinstance(n, bool) else study.repetitions
-        out[cfg.config_id] = min(study.max_repetitions, max(study.repetitions, n))
-    return out
-
-
-def measured_repetitions(study, results: str | Path) -> dict[str, int]:
-    """How many runs each configuration the workflow measures needs now: planned_repetitions of the
-    design's configurations, and the fixed count of the validation points (never adaptive)."""
-    return {**planned_repetitions(study, results), **{c.config_id: study.validation_repetitions for c in study.validation}}
-
-
 # ---- the targets
-
-
-def median_ci(times: list[float], level: float = 0.95) -> tuple[float, float, float] | None:
-    """(low, median, high): the distribution-free confidence interval of the median from order
-    statistics (the widest symmetric pair whose binomial coverage is >= level), None if n is too small
-    for the level (e.g. n < 6 at 0.95)."""
-    x = sorted(times)
-    n = len(x)
-    if n == 0:
-        return None
-    med = x[n // 2] if n % 2 else 0.5 * (x[n // 2 - 1] + x[n // 2])
-    best = None
-    for j in range(1, n // 2 + 1):  # interval [x_(j), x_(n-j+1)], 1-based
-        tail = sum(math.comb(n, i) for i in range(j)) / 2.0 ** n  # P(B(n, 1/2) <= j - 1)
-        if 1 - 2 * tail >= level:
-            best = j
-        else:
-            break
-    if best is None:
-        return None
-    return x[best - 1], med, x[n - best]
-
-
-def min_ci_runs(level: float) -> int:
-    """The fewest repetitions whose extremes bound the median at ``level``."""
-    n = 1
-    while 1 - 2 * 0.5 ** n < level:
-        n += 1
-    return n
 
 
 def shortfall(times: list[float], until: dict, threshold: float | None, batch: int = 1) -> int | None:
@@ -208,12 +137,10 @@ adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetition
 # attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep (when none can, the sweep
 # runs in one Snakemake invocation, as without rounds).
 def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
-    """The round step of adaptive designs (perfsweep.designs.next_round): more points where the models
+    """The round step of adaptive designs (perfsweep.adaptive.next_round): more points where the models
     of an adaptive study disagree most. Never settled while a study is adaptive: the models of the
     next points decide whether it adds more."""
-    from perfsweep import designs
-
-    return Planned(designs.next_round(sweep, results_dir), settled=not adaptive_designs.active(sweep))
+    return Planned(next_round(sweep, results_dir), settled=not adaptive_designs.active(sweep))
 
 
 adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in sweep.studies)
@@ -235,8 +162,6 @@ def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: st
         rc = run_snakemake(["runs"])
         if rc != 0:
             break
-        from perfsweep.designs import add_planned_points
-
         add_planned_points(sweep)  # every step sees the sweep as the workflow plans it (the designs' points)
         planned = [step(sweep, results_dir) for step in ROUND_STEPS]  # every step, also after one planned more
         if not any(p.more for p in planned):

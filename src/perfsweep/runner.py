@@ -2,185 +2,48 @@
 
 Usage::
 
-    from perfsweep.runner import RunSpec, execute
+    from perfsweep.runner import execute
+    from perfsweep.runspec import RunSpec
     cfg = sweep.study("nm").configurations()[0]
     spec = RunSpec.build(sweep, cfg, repetition=0)
-    record = execute(spec, "results/runs/nm/n=200_m=1/rep0.json")
+    record = execute(spec, layout.record(sweep.results, "nm", "n=200_m=1", 0))
 
 ``execute`` always leaves a complete record: status ``ok``, ``failed`` (non-zero exit, unreadable
 output) or ``timeout`` (killed after ``timeout`` seconds). Every attempt, successful or not, is also
-kept under ``<results>/archive/`` with a unique name, so nothing is lost when Snakemake removes an
-output before rerunning a job. With ``raise_on_failure`` (attempts left), a failure is archived and
-then raised so that Snakemake retries the job.
+kept in the results tree's archive (perfsweep.layout.archive_dir) with a unique name, so nothing is
+lost when Snakemake removes an output before rerunning a job. With ``raise_on_failure`` (attempts
+left), a failure is archived and then raised so that Snakemake retries the job.
 """
 
 from __future__ import annotations
 
+import argparse
+import ctypes
 import datetime as _dt
 import json
 import os
 import re
-import shlex
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
-from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.cluster.launch import MPIEXEC, PYTHON, available_cores, resolve, resolved_from
-from perfsweep.records import RUN_SCHEMA, archive_name, atomic_file, is_time, write_json_atomic
-
-if TYPE_CHECKING:  # the config machinery (jsonschema, yaml) is only needed to build specs, not to run them
-    from perfsweep.config import Configuration, SweepConfig
+from perfsweep.cluster.ended import record_ended_runs
+from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
+from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
+from perfsweep.layout import record_lock
+from perfsweep.records import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
+from perfsweep.recovery import hold_lock, release_lock
+from perfsweep.runspec import READ_WITH, RunSpec
 
 TAIL = 2000
-# how a run's output is read (its time, its metrics, the timings file): recorded in the record's launch,
-# so that a record read otherwise is of another launch (RunSpec.launched)
-READ_WITH = ("time_pattern", "patterns", "report_path")
-
-
-class RunFailed(RuntimeError):
-    """Raised after a failed attempt has been archived, so that the workflow manager retries it."""
-
-
-@dataclass
-class RunSpec:
-    study: str
-    config_id: str
-    repetition: int
-    params: dict[str, Any]
-    command: list[str]
-    timeout: float
-    archive_dir: str
-    report_path: str | None = None  # timings JSON the app writes (built-in apps: a temp file)
-    time_pattern: str | None = None
-    patterns: dict[str, str] = field(default_factory=dict)
-    launcher: str = ""
-    profile: str | None = None  # Score-P profile of an external app (perfsweep.apps.scorep)
-    # inside a SLURM job: {"command": [...], "kind": "srun"|"mpich"|"openmpi"|"template"} (perfsweep.cluster.launch)
-    cluster: dict[str, Any] | None = None
-    retries: int = 0  # attempts after the first a failed run gets (the runner gets them as --retries)
-
-    def to_json(self) -> str:
-        """Deterministic text (sorted keys): Snakemake compares it to decide whether a run is stale. The
-        timeout and the retries are not in it (the runner gets them as ``--timeout`` and ``--retries``):
-        raising them measures again only the runs that hit a shorter timeout or failed with fewer attempts
-        (:meth:`launched`), not the whole sweep."""
-        data = dict(vars(self))  # the fields are plain JSON (asdict copies: slow)
-        del data["timeout"], data["retries"]
-        if data["profile"] is None:  # specs without a profile keep their text (no reruns)
-            del data["profile"]
-        return json.dumps(data, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str, timeout: float, retries: int = 0) -> "RunSpec":
-        return cls(**json.loads(text), timeout=timeout, retries=retries)
-
-    @property
-    def run_id(self) -> str:
-        return f"{self.study}/{self.config_id}/rep{self.repetition}"
-
-    def launched(self, record: dict[str, Any]) -> bool:
-        """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
-        makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
-        part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a
-        SLURM job the cluster launcher's, with a built-in app's ``--report`` file (a temp file per run)
-        aside; its output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter
-        timeout than this spec's (``launch.timeout``; records made before it was recorded: their wall
-        time); and not a failure with fewer attempts than this spec's retries allow (its last ``attempt``
-        < retries + 1)."""
-        launch = record.get("launch") or {}
-        command = launch.get("spec_command", launch.get("command"))
-        if not isinstance(command, list):
-            return False
-        if any(key in launch and launch[key] != getattr(self, key) for key in READ_WITH):
-            return False  # its output was read with other patterns (records before 2026-11-26: not known)
-        if record.get("status") == "timeout":
-            limit = launch.get("timeout", record.get("wall_time"))
-            if isinstance(limit, (int, float)) and limit < self.timeout:
-                return False
-        if record.get("status") in ("failed", "timeout") and isinstance(record.get("attempt"), int):
-            if record["attempt"] < self.retries + 1:
-                return False
-        if self.report_path == "{report}" and command[-2:-1] == ["--report"]:
-            command = command[:-2]
-        commands = [c for c in (self.command, (self.cluster or {}).get("command")) if c]
-        if "spec_command" not in launch:
-            return any(resolved_from(command, c) for c in commands)
-        return command in commands
-
-    @classmethod
-    def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
-        from perfsweep.apps.registry import BUILTIN_APPS
-        from perfsweep.config import format_value
-
-        study, config_id, params = cfg.study, cfg.config_id, cfg.params
-        archive = str(Path(sweep.results) / "archive" / study / config_id)
-        fmt = {k: format_value(v) for k, v in params.items()}
-        launcher = launcher_prefix(sweep.launcher, fmt, sweep.processes)
-        app = sweep.study(study).app
-        cluster = cluster_launch(sweep, params, fmt)
-
-        def assemble(prefix: list[str]) -> list[str]:
-            if "name" in app:
-                command = [*prefix, PYTHON, "-m", BUILTIN_APPS[app["name"]].module]
-                for name, value in params.items():
-                    if name != sweep.processes:
-                        command += [f"--{name}", fmt[name]]
-                for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
-                    command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
-                return command
-            escaped = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # MPIEXEC's
-            text = app["command"].replace("{launcher}", escaped)
-            return shlex.split(text.format(**fmt))
-
-        cluster["command"] = cluster.pop("settings").wrap(assemble(cluster["prefix"]))
-        del cluster["prefix"]
-        if "name" in app:
-            return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
-                       report_path="{report}", launcher=" ".join(launcher), cluster=cluster, retries=sweep.retries)
-        report = app.get("timings_json")
-        return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
-                   report_path=report.format(**fmt) if report else None,
-                   time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
-                   launcher=" ".join(launcher), cluster=cluster, retries=sweep.retries,
-                   profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
-
-    @classmethod
-    def build_repetitions(cls, sweep: SweepConfig, cfg: Configuration, count: int) -> list["RunSpec"]:
-        """The specs of a configuration's repetitions 0..count-1 (bundle mode): built once and copied
-        with each repetition; a Score-P profile path may name the repetition, so those are built each."""
-        first = cls.build(sweep, cfg, 0)
-        if first.profile is not None:
-            return [first] + [cls.build(sweep, cfg, k) for k in range(1, count)]
-        return [replace(first, repetition=k) for k in range(count)]
-
-
-def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS_COUNT) -> list[str]:
-    """Expand the launcher template; ``{mpiexec}`` stays MPIEXEC, resolved when the run starts."""
-    values = dict(fmt)
-    values.setdefault(PROCESS_COUNT, fmt.get(processes, "1"))
-    values["mpiexec"] = MPIEXEC
-    return shlex.split(template.format(**values))
-
-
-def cluster_launch(sweep: SweepConfig, params: dict[str, Any], fmt: dict[str, str]) -> dict[str, Any]:
-    """The launch prefix of this run inside a SLURM job, from the config's cluster: section."""
-    from perfsweep.cluster.launch import KINDS, ClusterSettings
-
-    settings = ClusterSettings.from_config(sweep.extra.get("cluster"))
-    threads = settings.threads(params)
-    prefix = settings.launcher_argv(int(params[sweep.processes]), threads, fmt)
-    kind = settings.launcher if settings.launcher in KINDS else "template"
-    return {"kind": kind, "threads": threads, "prefix": prefix, "settings": settings}
 
 
 def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
@@ -188,8 +51,6 @@ def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
     cluster launcher's."""
     if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
         return list(spec.command), None
-    from perfsweep.cluster.launch import launch_env
-
     return list(spec.cluster["command"]), launch_env(spec.cluster["kind"])
 
 
@@ -199,10 +60,8 @@ def slurm_info() -> dict[str, str] | None:
         return None
     env = dict(os.environ)
     if "SLURM_JOB_NODELIST" not in env or "SLURM_JOB_PARTITION" not in env:  # cleared by the plugin's job
-        from perfsweep.cluster.launch import allocation_env                   # step: ask the controller
-
         for key, value in allocation_env(env["SLURM_JOB_ID"]).items():
-            env.setdefault(key, value)
+            env.setdefault(key, value)  # step: asked of the controller
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
             "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
             "tasks_per_node": "SLURM_TASKS_PER_NODE"}
@@ -243,8 +102,6 @@ def become_subreaper() -> None:
     """Make this process the reaper of its orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER): a
     helper an app started in its own session (setsid) or daemonized (its parent exited) stays under the
     runner instead of init, so that a timeout's kill finds it. Elsewhere nothing changes."""
-    import ctypes
-
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except (OSError, AttributeError):
@@ -354,7 +211,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         except FileNotFoundError as exc:
             rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
         except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
-            exc.archive(spec, attempt, record)
+            _archive_interrupted(exc, spec, attempt, record)
             raise
         except Exception as exc:  # a limit of the OS, a bug: the failure record says what, not a bare exit
             rc, out, err, wall = None, "", "", time.time() - started
@@ -384,8 +241,6 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                 scorep.add_profile(record, spec.profile, started)
             except (OSError, ValueError, KeyError, TypeError, IndexError, re.error) as exc:
                 status, error = "failed", f"unreadable output: {exc}"
-            from perfsweep.cluster.launch import expand_hostlist, placement
-
             nodelist = (record["slurm"] or {}).get("nodelist")
             record.update(placement(record.get("ranks"), expand_hostlist(nodelist) if nodelist else [record["host"]]))
         record["status"], record["error"] = status, error
@@ -393,40 +248,24 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
             record["time"] = None
         record.setdefault("time", wall)
 
-    archive = _archive(spec, attempt, record)
+    archive = archive_copy(spec.archive_dir, spec.repetition, attempt, record)
     if status != "ok" and raise_on_failure:
         raise RunFailed(f"{spec.run_id}: {error} (record kept in {archive})")
     write_json_atomic(output, record)
     return record
 
 
-def _archive(spec: RunSpec, attempt: int, record: dict[str, Any]) -> Path:
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
-    archive = Path(spec.archive_dir) / archive_name(spec.repetition, attempt, stamp)
-    write_json_atomic(archive, record)
-    return archive
-
-
-class Interrupted(BaseException):
-    """SIGTERM/SIGINT arrived while the runner worked (scancel, Ctrl-C). The attempt's ``killed`` record
-    is archived, so that the attempt after the last one knows the run was interrupted, not ended
-    (perfsweep.cluster.ended)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-        self.archived = False
-
-    def archive(self, spec: RunSpec, attempt: int, record: dict[str, Any] | None = None) -> None:
-        """Archive the attempt's record (a bare one if the run had not started) as ``killed``, once."""
-        if self.archived:
-            return
-        if record is None:
-            record = _new_record(spec, attempt, launch_command(spec)[0], None)
-        record.update(finished_at=_now(), status="killed", error=f"terminated by signal {self.signum}",
-                      returncode=None, time=None)
-        _archive(spec, attempt, record)
-        self.archived = True
+def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: dict[str, Any] | None = None) -> None:
+    """Archive the attempt's record (a bare one if the run had not started) as ``killed``, once per
+    interruption: the attempt after the last one then knows the run was interrupted, not ended."""
+    if exc.archived:
+        return
+    if record is None:
+        record = _new_record(spec, attempt, launch_command(spec)[0], None)
+    record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
+                  returncode=None, time=None)
+    archive_copy(spec.archive_dir, spec.repetition, attempt, record)
+    exc.archived = True
 
 
 def _raise_interrupted(signum, frame):
@@ -467,8 +306,6 @@ def main(argv: list[str] | None = None) -> int:
     (also for failed runs on their last attempt: the failure record is the result), 1 when a failed
     attempt was archived and should be retried.
     """
-    import argparse
-
     for sig in (signal.SIGTERM, signal.SIGINT):  # first: a signal from here on leaves a killed record
         signal.signal(sig, _raise_interrupted)
     become_subreaper()
@@ -488,9 +325,7 @@ def main(argv: list[str] | None = None) -> int:
             else "after the last attempt, which left no record")
     print(f"perfsweep: {what} ({_now()})", file=sys.stderr, flush=True)
     if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
-        from perfsweep.cluster.ended import record_ended_runs
-
-        rc = record_ended_runs(pairs, args.attempt)
+        rc = record_ended_runs(pairs, args.attempt, bundled=args.manifest is not None)
         return rc or _write_manifest(args.manifest, args.output)
     if args.manifest and args.attempt == 1:
         # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
@@ -506,9 +341,9 @@ def main(argv: list[str] | None = None) -> int:
             retry = True
             continue
         except Interrupted as exc:
-            exc.archive(spec, args.attempt)  # (execute did, if the app had started)
+            _archive_interrupted(exc, spec, args.attempt)  # (execute did, if the app had started)
             for later, _ in pairs[i + 1:]:  # a bundle's runs not started: their attempt was interrupted too
-                Interrupted(exc.signum).archive(later, args.attempt)
+                _archive_interrupted(Interrupted(exc.signum), later, args.attempt)
             print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
             return 128 + exc.signum
         if record is not None and record["status"] != "ok":
@@ -538,22 +373,16 @@ def _write_manifest(path: str | None, outputs: list[str]) -> int:
 def _lock_output(output: str) -> int:
     """Hold the record's lock while measuring it: a restarted sweep then waits for a run that its
     killed predecessor left in flight instead of measuring it twice (perfsweep.recovery)."""
-    from perfsweep.recovery import hold_lock, record_lock_path
-
-    return hold_lock(record_lock_path(output), wait=True)
+    return hold_lock(record_lock(output), wait=True)
 
 
 def _release(fd: int) -> None:
-    from perfsweep.recovery import release_lock
-
     release_lock(fd)
 
 
 def _finished_elsewhere(output: str) -> bool:
     """Snakemake removes a job's output before it starts it; a valid record here was written since,
     by the runner of an interrupted sweep that was still in flight."""
-    from perfsweep.records import DamagedRecord, check_record
-
     if not os.path.exists(output):
         return False
     try:

@@ -20,16 +20,13 @@ import numpy as np
 import pandas as pd
 
 from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
-from perfsweep.errors import UserError
-from perfsweep.records import check_record, cv_of
+from perfsweep.errors import NoSuccessfulRun
+from perfsweep.records import check_record
+from perfsweep.stats import cv_of
 
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
-
-
-class NoSuccessfulRun(UserError):
-    """Every run of a study failed: there are no measurements to aggregate or model."""
 
 
 def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:

@@ -8,11 +8,9 @@ rule collect:
     input:
         get_run_inputs,  # the records, or with bundles their manifests; params.records are read
     output:
-        runs=f"{R}/tables/{{study}}/runs.csv",
-        ranks=f"{R}/tables/{{study}}/ranks.csv",
-        regions=f"{R}/tables/{{study}}/regions.csv",
+        **stage_outputs("collect"),
     log:
-        f"{R}/logs/collect/{{study}}.log",
+        stage_log("collect"),
     params:
         records=get_run_records,
         validation=lambda wc: [c.config_id for c in STUDIES[wc.study].validation],
@@ -26,13 +24,12 @@ rule variability:
     input:
         runs=rules.collect.output.runs,
     output:
-        table=f"{R}/tables/{{study}}/variability.csv",
-        summary=f"{R}/tables/{{study}}/variability_summary.csv",
+        **stage_outputs("variability"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         cv_threshold=SWEEP.cv_threshold,
     log:
-        f"{R}/logs/variability/{{study}}.log",
+        stage_log("variability"),
     conda:
         ENV
     script:
@@ -46,15 +43,14 @@ rule aggregate:
         regions=rules.collect.output.regions,
         variability=rules.variability.output.table,
     output:
-        aggregate=f"{R}/tables/{{study}}/aggregate.csv",
-        medians=f"{R}/tables/{{study}}/medians.csv",
+        **stage_outputs("aggregate"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         policy=SWEEP.cv_policy,
-        records=lambda wc: f"{R}/runs/{wc.study}",
+        records=lambda wc: str(layout.runs_dir(R, wc.study)),
         processes=SWEEP.processes,
     log:
-        f"{R}/logs/aggregate/{{study}}.log",
+        stage_log("aggregate"),
     conda:
         ENV
     script:

@@ -1,15 +1,17 @@
 import functools
 import os
+import shlex
 import sys
 
 from snakemake.settings.types import DeploymentMethod
 
-from perfsweep.config import ConfigError, load_config, load_config_file
-from perfsweep.designs import add_planned_points
-from perfsweep.errors import UserError
+from perfsweep import layout, recovery
 from perfsweep.cluster.launch import ClusterSettings
-from perfsweep.rounds import measured_repetitions
-from perfsweep.runner import RunSpec
+from perfsweep.config import load_config, load_config_file
+from perfsweep.errors import ConfigError, UserError
+from perfsweep.plan_state import add_planned_points, measured_repetitions
+from perfsweep.report import zip_report_requested, zip_report_unready
+from perfsweep.runspec import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
 # runs Snakemake. The conda environment does not install perfsweep: its jobs import it from this
@@ -61,11 +63,24 @@ wildcard_constraints:
     rep=r"\d+",
 
 
+def stage_outputs(stage):
+    """A stage's outputs for the rule's {study} (or the sweep's own): perfsweep.layout owns every path."""
+    return layout.stage_outputs(R, stage)
+
+
+def stage_output(stage, key, study="{study}"):
+    return layout.output(R, stage, key, study)
+
+
+def stage_log(stage):
+    return layout.stage_log(R, stage)
+
+
 def get_run_records(wildcards):
     """Every run record of one study: configurations x repetitions."""
     study = STUDIES[wildcards.study]
     return [
-        f"{R}/runs/{study.name}/{c.config_id}/rep{k}.json"
+        layout.record(R, study.name, c.config_id, k)
         for c in study.measured_configurations()
         for k in range(REPS[(study.name, c.config_id)])
     ]
@@ -80,7 +95,7 @@ def get_run_inputs(wildcards):
 
 
 def get_bundle_manifest(study, config_id):
-    return f"{R}/bundles/{study}/{config_id}.txt"
+    return layout.bundle_manifest(R, study, config_id)
 
 
 # Exclusive local runs (config key exclusive:, default true): a run job asks for every core, so no other
@@ -130,18 +145,17 @@ def get_paper_input(key, default):
 
 def get_bundle_args(study, config_id):
     """--spec/--output pairs for all repetitions of one configuration (bundle mode), shell-quoted."""
-    import shlex
-
     specs = RunSpec.build_repetitions(SWEEP, CONFIGS[(study, config_id)], REPS[(study, config_id)])
     return " ".join(
         f"--spec {shlex.quote(spec.to_json())}"
-        f" --output {shlex.quote(f'{R}/runs/{study}/{config_id}/rep{spec.repetition}.json')}"
+        f" --output {shlex.quote(layout.record(R, study, config_id, spec.repetition))}"
         for spec in specs
     )
 
 
 def get_final_outputs(wildcards):
-    return [p for s in SWEEP.studies for p in s.outputs(R)] + [f"{R}/tables/models_summary.csv"]
+    return ([p for s in SWEEP.studies for p in layout.final_outputs(R, s.name, s.varies_processes())]
+            + list(layout.stage_outputs(R, "models_summary").values()))
 
 
 # --- SLURM: what each run job asks for (perfsweep.cluster.launch; config key cluster:) ---
@@ -190,7 +204,7 @@ def get_expected_records():
         for c in s.measured_configurations():
             varied = {n: c.params[n] for n in s.vary}
             for k in range(REPS[(s.name, c.config_id)]):
-                out.append((f"{R}/runs/{s.name}/{c.config_id}/rep{k}.json",
+                out.append((layout.record(R, s.name, c.config_id, k),
                             dict(study=s.name, config_id=c.config_id, repetition=k, params=varied)))
     return out
 
@@ -198,7 +212,7 @@ def get_expected_records():
 def get_all_run_records(wildcards=None):
     """What `all` asks of the runs: every record, or with bundles every configuration's manifest."""
     if SWEEP.bundle == "repetitions":
-        return [f"{R}/bundles/{s.name}/{c.config_id}.txt" for s in SWEEP.studies for c in s.measured_configurations()]
+        return [layout.bundle_manifest(R, s.name, c.config_id) for s in SWEEP.studies for c in s.measured_configurations()]
     return [path for path, _ in get_expected_records()]
 
 
@@ -213,22 +227,19 @@ def record_launched(fields, record):
 
 
 if workflow.is_main_process:
-    from perfsweep import recovery
-
     recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
                      bundles=SWEEP.bundle == "repetitions", launched=record_launched)
 
 
 # ---- the report's extra content (report.smk): what `all` asks of it
-from perfsweep.report import zip_report_requested, zip_report_unready
-
 # a zip report also carries each model's full-size figures (drawn only for it: --report x.zip
 # --report-after-run); the HTML report the sheet of every model
 ZIP_REPORT = zip_report_requested(sys.argv[1:])
-if ZIP_REPORT and (_unready := zip_report_unready(sys.argv[1:], [f"{R}/figures/{s}/models" for s in STUDIES])):
+if ZIP_REPORT and (_unready := zip_report_unready(sys.argv[1:], [stage_output("model_figures", "figures", s) for s in STUDIES])):
     sys.exit(f"perfsweep: {_unready}")
 
 
 def get_all_report_outputs(wildcards=None):
     """report.smk's outputs for every study plus the cross-study models table."""
-    return [p for s in SWEEP.studies for p in s.report_outputs(R, ZIP_REPORT)] + [f"{R}/report/models_summary.html"]
+    return ([p for s in SWEEP.studies for p in layout.report_outputs(R, s.name, s.varies_processes(), ZIP_REPORT)]
+            + list(layout.stage_outputs(R, "report_pages_summary").values()))

@@ -14,24 +14,24 @@ rule figures:
         models_json=rules.models.output.models_json,
     output:
         time_vs_parameters=report(
-            f"{R}/figures/{{study}}/time_vs_parameters.png",
+            stage_output("figures", "time_vs_parameters"),
             caption="../report/time_vs_parameters.rst",
             category="{study}",
             subcategory="measurements",
         ),
-        grid=report(f"{R}/figures/{{study}}/grid.png", caption="../report/grid.rst", category="{study}",
+        grid=report(stage_output("figures", "grid"), caption="../report/grid.rst", category="{study}",
                     subcategory="measurements"),
-        variability_figure=report(f"{R}/figures/{{study}}/variability.png", caption="../report/variability.rst",
+        variability_figure=report(stage_output("figures", "variability_figure"), caption="../report/variability.rst",
                                   category="{study}", subcategory="variability"),
-        model=report(f"{R}/figures/{{study}}/model.png", caption="../report/model.rst", category="{study}",
+        model=report(stage_output("figures", "model"), caption="../report/model.rst", category="{study}",
                      subcategory="models"),
-        model_vs_measurement=report(f"{R}/figures/{{study}}/model_vs_measurement.png",
+        model_vs_measurement=report(stage_output("figures", "model_vs_measurement"),
                                     caption="../report/model_vs_measurement.rst", category="{study}",
                                     subcategory="models"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
     log:
-        f"{R}/logs/figures/{{study}}.log",
+        stage_log("figures"),
     conda:
         ENV
     script:

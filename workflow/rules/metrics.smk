@@ -12,22 +12,22 @@ rule metrics:
         ranks=rules.collect.output.ranks,
         regions=rules.collect.output.regions,
     output:
-        observables=f"{R}/metrics/{{study}}/observables.csv",
-        scaling=f"{R}/metrics/{{study}}/scaling.csv",
-        pop_csv=f"{R}/metrics/{{study}}/pop.csv",
-        pop_spread=f"{R}/metrics/{{study}}/pop_spread.csv",
-        pop_figure=report(f"{R}/metrics/{{study}}/pop.png", caption="../report/pop.rst", category="{study}",
+        observables=stage_output("metrics", "observables"),
+        scaling=stage_output("metrics", "scaling"),
+        pop_csv=stage_output("metrics", "pop_csv"),
+        pop_spread=stage_output("metrics", "pop_spread"),
+        pop_figure=report(stage_output("metrics", "pop_figure"), caption="../report/pop.rst", category="{study}",
                           subcategory="efficiency"),
-        speedup_figure=report(f"{R}/metrics/{{study}}/speedup_efficiency.png", caption="../report/speedup.rst",
+        speedup_figure=report(stage_output("metrics", "speedup_figure"), caption="../report/speedup.rst",
                               category="{study}", subcategory="scaling"),
-        ranks_figure=report(f"{R}/metrics/{{study}}/ranks.png", caption="../report/ranks.rst",
+        ranks_figure=report(stage_output("metrics", "ranks_figure"), caption="../report/ranks.rst",
                             category="{study}", subcategory="efficiency"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         processes=SWEEP.processes,
         scaling_mode=lambda wc: STUDIES[wc.study].scaling,
     log:
-        f"{R}/logs/metrics/{{study}}.log",
+        stage_log("metrics"),
     conda:
         ENV
     script:
@@ -38,11 +38,9 @@ rule paper_mdanalysis:
     input:
         data_dir=get_paper_input("mdanalysis_dir", "mdanalysis-rmsd"),
     output:
-        scaling=f"{R}/paper/mdanalysis-rmsd/scaling.csv",
-        figure=f"{R}/paper/mdanalysis-rmsd/speedup_efficiency.png",
-        components=f"{R}/paper/mdanalysis-rmsd/components.png",
+        **stage_outputs("paper_mdanalysis"),
     log:
-        f"{R}/logs/paper_mdanalysis.log",
+        stage_log("paper_mdanalysis"),
     conda:
         ENV
     script:

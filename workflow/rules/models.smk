@@ -10,10 +10,7 @@ rule models:
     input:
         aggregate=rules.aggregate.output.aggregate,
     output:
-        table=f"{R}/models/{{study}}/models.csv",
-        models_json=f"{R}/models/{{study}}/models.json",
-        predictions=f"{R}/models/{{study}}/predictions.csv",
-        validation=f"{R}/models/{{study}}/validation.csv",
+        **stage_outputs("models"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},
@@ -21,7 +18,7 @@ rule models:
         design=lambda wc: STUDIES[wc.study].design.kind,  # sparse, adaptive: one lower-order term
         modeling=SWEEP.extra["modeling"],  # log_factors, powers_only
     log:
-        f"{R}/logs/models/{{study}}.log",
+        stage_log("models"),
     conda:
         ENV
     script:
@@ -30,11 +27,11 @@ rule models:
 
 rule models_summary:
     input:
-        models=lambda wc: [f"{R}/models/{s}/models.csv" for s in STUDIES],
+        models=lambda wc: [stage_output("models", "table", s) for s in STUDIES],
     output:
-        summary=f"{R}/tables/models_summary.csv",
+        **stage_outputs("models_summary"),
     log:
-        f"{R}/logs/models_summary.log",
+        stage_log("models_summary"),
     conda:
         ENV
     script:

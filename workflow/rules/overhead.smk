@@ -10,15 +10,15 @@ rule overhead:
     input:
         medians=rules.aggregate.output.medians,
     output:
-        fits=f"{R}/overhead/{{study}}/fits.csv",
-        curves=f"{R}/overhead/{{study}}/curves.csv",
-        figure=report(f"{R}/overhead/{{study}}/overhead.png", caption="../report/overhead.rst",
+        fits=stage_output("overhead", "fits"),
+        curves=stage_output("overhead", "curves"),
+        figure=report(stage_output("overhead", "figure"), caption="../report/overhead.rst",
                       category="{study}", subcategory="scaling"),
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         processes=SWEEP.processes,
     log:
-        f"{R}/logs/overhead/{{study}}.log",
+        stage_log("overhead"),
     conda:
         ENV
     script:
@@ -29,14 +29,9 @@ rule paper_hofinger:
     input:
         table=get_paper_input("hofinger_table", "hofinger2018/table1.csv"),
     output:
-        note=f"{R}/paper/hofinger2018/NOTE.md",
-        fits=f"{R}/paper/hofinger2018/fits.csv",
-        triples=f"{R}/paper/hofinger2018/triples.csv",
-        top=f"{R}/paper/hofinger2018/top_triples.csv",
-        overhead=f"{R}/paper/hofinger2018/overhead.csv",
-        figure=f"{R}/paper/hofinger2018/fig2_overhead.png",
+        **stage_outputs("paper_hofinger"),
     log:
-        f"{R}/logs/paper_hofinger.log",
+        stage_log("paper_hofinger"),
     conda:
         ENV
     script:

@@ -19,7 +19,7 @@ localrules:
 
 
 P_STUDIES = [name for name, study in STUDIES.items() if study.varies_processes()]
-MODEL_FIGURES = directory(f"{R}/figures/{{study}}/models")
+MODEL_FIGURES = directory(stage_output("model_figures", "figures"))
 
 
 rule model_sheet:
@@ -27,12 +27,12 @@ rule model_sheet:
         models_json=rules.models.output.models_json,
         predictions=rules.models.output.predictions,
     output:
-        sheet=report(f"{R}/figures/{{study}}/model_sheet.png", caption="../report/model_sheet.rst",
+        sheet=report(stage_output("model_sheet", "sheet"), caption="../report/model_sheet.rst",
                      category="{study}", subcategory="models"),
     conda:
         ENV
     log:
-        f"{R}/logs/model_sheet/{{study}}.log",
+        stage_log("model_sheet"),
     script:
         "../../scripts/model_figures.py"
 
@@ -47,7 +47,7 @@ rule model_figures:
     conda:
         ENV
     log:
-        f"{R}/logs/model_figures/{{study}}.log",
+        stage_log("model_figures"),
     script:
         "../../scripts/model_figures.py"
 
@@ -60,11 +60,11 @@ rule report_pages:
         models=rules.models.output.table,
         validation=rules.models.output.validation,
     output:
-        variability=report(f"{R}/report/{{study}}/variability.html", caption="../report/variability_table.rst",
+        variability=report(stage_output("report_pages", "variability"), caption="../report/variability_table.rst",
                            category="{study}", subcategory="variability"),
-        measurements=report(f"{R}/report/{{study}}/measurements.html", caption="../report/measurements_table.rst",
+        measurements=report(stage_output("report_pages", "measurements"), caption="../report/measurements_table.rst",
                             category="{study}", subcategory="measurements"),
-        models=report(f"{R}/report/{{study}}/models.html", caption="../report/models_table.rst",
+        models=report(stage_output("report_pages", "models"), caption="../report/models_table.rst",
                       category="{study}", subcategory="models"),
     params:
         pages={
@@ -75,7 +75,7 @@ rule report_pages:
     conda:
         ENV
     log:
-        f"{R}/logs/report_pages/{{study}}.log",
+        stage_log("report_pages"),
     script:
         "../../scripts/report_pages.py"
 
@@ -86,9 +86,9 @@ rule report_pages_scaling:
         overhead_fits=rules.overhead.output.fits,
         pop_metrics=rules.metrics.output.pop_csv,
     output:
-        scaling=report(f"{R}/report/{{study}}/scaling.html", caption="../report/scaling_table.rst",
+        scaling=report(stage_output("report_pages_scaling", "scaling"), caption="../report/scaling_table.rst",
                        category="{study}", subcategory="scaling"),
-        efficiency=report(f"{R}/report/{{study}}/efficiency.html", caption="../report/efficiency_table.rst",
+        efficiency=report(stage_output("report_pages_scaling", "efficiency"), caption="../report/efficiency_table.rst",
                           category="{study}", subcategory="efficiency"),
     wildcard_constraints:
         # only studies that vary the number of processes have these tables
@@ -98,7 +98,7 @@ rule report_pages_scaling:
     conda:
         ENV
     log:
-        f"{R}/logs/report_pages/{{study}}_scaling.log",
+        stage_log("report_pages_scaling"),
     script:
         "../../scripts/report_pages.py"
 
@@ -107,14 +107,14 @@ rule report_pages_summary:
     input:
         models_summary=rules.models_summary.output.summary,
     output:
-        models_summary=report(f"{R}/report/models_summary.html", caption="../report/models_summary.rst",
+        models_summary=report(stage_output("report_pages_summary", "models_summary"), caption="../report/models_summary.rst",
                               category="all studies", subcategory="models"),
     params:
         pages={"models_summary": ["models_summary"]},
     conda:
         ENV
     log:
-        f"{R}/logs/report_pages/models_summary.log",
+        stage_log("report_pages_summary"),
     script:
         "../../scripts/report_pages.py"
 
@@ -126,13 +126,13 @@ rule failures_page:
     input:
         runs=rules.collect.output.runs,
     output:
-        failures=report(f"{R}/report/{{study}}/failures.html", caption="../report/failures_table.rst",
+        failures=report(stage_output("failures_page", "failures"), caption="../report/failures_table.rst",
                         category="{study}", subcategory="failures"),
     params:
         pages={"failures": ["runs"]},
     conda:
         ENV
     log:
-        f"{R}/logs/report_pages/{{study}}_failures.log",
+        stage_log("failures_page"),
     script:
         "../../scripts/report_pages.py"

@@ -33,9 +33,9 @@ if SWEEP.bundle == "repetitions":
             name:
                 f"run_{_study.name}"
             output:
-                manifest=f"{R}/bundles/{_study.name}/{{config}}.txt",
+                manifest=layout.bundle_manifest(R, _study.name, "{config}"),
             log:
-                f"{R}/logs/runs/{_study.name}/{{config}}.log",
+                layout.bundle_log(R, _study.name, "{config}"),
             params:
                 specs=lambda wildcards, s=_study.name: get_bundle_args(s, wildcards.config),
             conda:
@@ -53,9 +53,9 @@ else:
 
     rule run:
         output:
-            record=f"{R}/runs/{{study}}/{{config}}/rep{{rep}}.json",
+            record=layout.record(R, "{study}", "{config}", "{rep}"),
         log:
-            f"{R}/logs/runs/{{study}}/{{config}}/rep{{rep}}.log",
+            layout.run_log(R, "{study}", "{config}", "{rep}"),
         params:
             spec=get_run_spec,
         conda:

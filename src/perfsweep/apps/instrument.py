@@ -127,7 +127,7 @@ class RankTimer:
 
 def mpi_library() -> dict[str, str]:
     """Name and version of the MPI library mpi4py is running on."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI_Init on first import: only inside a launched app, never at import
 
     text = MPI.Get_library_version().strip()
     first = text.splitlines()[0] if text else ""

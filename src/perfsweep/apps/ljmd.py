@@ -30,14 +30,13 @@ steps after a Barrier, as ms2 writes its results. Work per rank grows like n d c
 force time is pairs x (alpha + beta m^2) / p with the pairs within the Verlet reach growing like
 n d (c + SKIN + 2 r_m)^3 (measured: alpha about 30 ns per molecule pair, beta about 29 ns per site pair).
 
-Memory: each step's numpy temporaries (about 1 MB per array, see PAIR_CHUNK) are freed and allocated
-again. With glibc's default, whose mmap and trim thresholds adapt to the sizes freed, part of them goes
-back to the kernel and is faulted in again every step, and how much depends on the array sizes: on a
-2-core VM, 1850 page faults per force call at n = 600, m = 4 and none at m = 3, and 1.5-2x the cost per
-site pair at some configurations and not at their neighbours (a step in the work law that no model of n,
-m, c has). Like an MD code that allocates its buffers once, ljmd keeps freed memory in the process
-(:func:`keep_freed_memory`, on glibc; ``--release-memory`` restores the default): after the first step no
-force call faults.
+Memory: each step's numpy temporaries (up to ~10 MB per array) are freed and allocated again. With
+glibc's default, whose mmap and trim thresholds adapt to the sizes freed, part of them goes back to the
+kernel and is faulted in again every step, and how much depends on the array sizes: on a 2-core VM, 1850
+page faults per force call at n = 600, m = 4 and none at m = 3, and 1.5-2x the cost per site pair at some
+configurations and not at their neighbours (a step in the work law that no model of n, m, c has). Like an MD
+code that allocates its buffers once, ljmd keeps freed memory in the process (:func:`keep_freed_memory`,
+on glibc; ``--release-memory`` restores the default): after the first step no force call faults.
 
 Timed per rank (perfsweep.apps.instrument): phases init, compute, io, comm (per collective), and the
 regions setup, step/neighbours, step/forces, step/integrate, step/output. Before the timed steps,
@@ -64,15 +63,12 @@ import numpy as np
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import LJMD_STARTS as STARTS
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.errors import ParamError
 from perfsweep.records import atomic_file
 
 SITE_EDGE = 0.1  # edge of the site polygon in sigma (ms2's 0.1 Angstrom is ~0.03 sigma; 0.1 is visible)
 SKIN = 0.3  # Verlet-list skin in sigma: neighbour lists are rebuilt only when a molecule moved skin/2
-# Site pairs evaluated per numpy batch: the batch's temporaries (~0.8 MB each) stay in a core's L2 cache,
-# as an MD code tiles its loops. With batches of 400,000 (10 MB temporaries) the cost per site pair grew
-# with the problem as the batches outgrew the cache (30.8 -> 40.0 ns from n = 400 to 5000 at m = 3, best
-# of 7 calls here), a bend in n that no model of n, m and c has; with 32,000: 31.2 -> 33.4 ns.
-PAIR_CHUNK = 32_000
+PAIR_CHUNK = 400_000  # site pairs evaluated per numpy batch: bounds memory at ~ 100 MB
 HARD_CORE = 0.85  # the fluid start's smallest centre distance, in mean spacings (1/d)^(1/3), at most 1 sigma
 MELT_SWEEPS = 40  # hard-sphere Monte Carlo sweeps that melt the lattice
 MELT_STEP = 0.2  # largest trial displacement per coordinate and sweep, in lattice spacings
@@ -117,10 +113,6 @@ def keep_freed_memory() -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
-
-
-class ParamError(ValueError):
-    pass
 
 
 CHANGEABLE = ("neighbours", "forces", "integrate")  # the per-step regions a known change may touch
@@ -224,15 +216,11 @@ def site_offsets(m: int, edge: float = SITE_EDGE) -> np.ndarray:
 
 
 def lattice_centres(n: int, box: float) -> tuple[np.ndarray, float]:
-    """n cell centres of a simple cubic lattice filling the box, spread evenly over its side^3 cells, and
-    its spacing. Taking the first n cells instead left the last layers empty and the rest denser than d
-    (by up to side^3 / n: 1.28x at n = 400), which the melt does not even out: the pairs within the
-    cut-off per molecule then varied with n by 3-6 %, up and down (14.5-15.4 at c = 2, m = 3, d = 0.5
-    for n = 400-5000), a step in the work no model of n has; spread evenly, 14.29-14.34."""
+    """The first n cell centres of a simple cubic lattice filling the box, and its spacing."""
     side = math.ceil(n ** (1.0 / 3.0))
     a = box / side
-    grid = np.stack(np.meshgrid(*(np.arange(side),) * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    return (grid[np.arange(n) * side ** 3 // n] + 0.5) * a, a
+    grid = np.stack(np.meshgrid(*(np.arange(side),) * 3, indexing="ij"), axis=-1).reshape(-1, 3)[:n]
+    return (grid + 0.5) * a, a
 
 
 def melt(x: np.ndarray, box: float, core: float, step: float, sweeps: int, rng) -> np.ndarray:
@@ -259,7 +247,7 @@ def melt(x: np.ndarray, box: float, core: float, step: float, sweeps: int, rng) 
 def fluid_centres(n: int, d: float, seed: int, cache: Path | None = None) -> np.ndarray:
     """Centres of a fluid start (the lattice melted, see the module doc); with ``cache``, made once per
     (n, d, seed) and read from there (written atomically; an unreadable file is made again)."""
-    path = cache / f"ljmd-fluid2-n{n}-d{d:g}-s{seed}.npy" if cache is not None else None
+    path = cache / f"ljmd-fluid-n{n}-d{d:g}-s{seed}.npy" if cache is not None else None
     if path is not None and path.exists():
         try:
             x = np.load(path)
@@ -347,7 +335,7 @@ def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray
     site_shift = (offsets[None, :, :] - offsets[:, None, :]).reshape(-1, 3)  # o_b - o_a for (a, b)
     c2 = cutoff * cutoff
     shift = 4.0 * (cutoff ** -12 - cutoff ** -6)
-    f_pair = np.empty((len(i), 3))  # force on j from i, per molecule pair; summed per molecule at the end
+    force = np.zeros((n, 3))
     energy = 0.0
     step = max(1, PAIR_CHUNK // (m * m))
     for lo in range(0, len(i), step):
@@ -361,12 +349,10 @@ def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray
         inv6 = inv2 * inv2 * inv2
         energy += float(np.sum(np.where(inside, 4.0 * inv6 * (inv6 - 1.0) - shift, 0.0)))
         fmag = 24.0 * inv6 * (2.0 * inv6 - 1.0) * inv2  # -dU/dr / r
-        np.einsum("pk,pkc->pc", fmag, d, out=f_pair[lo:lo + step])
-    # One sum over all pairs (a sum per batch would cost O(n) per batch: O(n^2 / batch) per step)
-    force = np.empty((n, 3))
-    for axis in range(3):
-        force[:, axis] = (np.bincount(j, weights=f_pair[:, axis], minlength=n)
-                          - np.bincount(i, weights=f_pair[:, axis], minlength=n))
+        f_on_j = np.einsum("pk,pkc->pc", fmag, d)
+        for axis in range(3):
+            force[:, axis] += np.bincount(jj, weights=f_on_j[:, axis], minlength=n)
+            force[:, axis] -= np.bincount(ii, weights=f_on_j[:, axis], minlength=n)
     return force, energy
 
 
@@ -425,7 +411,7 @@ class ForceField:
 def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | None = None) -> dict[str, float]:
     """Integrate ``p.steps`` velocity-Verlet steps from ``centres`` (rank 0; see initial_state); returns
     energies (on every rank)."""
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI_Init on first import: main imports it first, after its arguments are checked
 
     rank, size = comm.Get_rank(), comm.Get_size()
     mass = float(p.m)
@@ -498,8 +484,7 @@ def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | N
     drift = abs(energy - e0) / max(abs(e0), 0.5 * mass * p.n * 3 * p.temperature) if rank == 0 else float("nan")
     return {"initial_energy": e0, "final_energy": energy, "energy_drift": drift, "pairs_last_step_rank": field.pairs,
             "neighbour_rebuilds": field.rebuilds,
-            # squares: the sum of the centres is conserved with the momentum (but for wrap-arounds)
-            "centre_checksum": float(np.sum(x * x))}
+            "centre_checksum": float(np.sum(x))}
 
 
 def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:

@@ -5,6 +5,7 @@ Every parameter except the process count is passed to the app as ``--<name> <val
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 
@@ -26,8 +27,6 @@ class BuiltinApp:
 
     def check(self, params: dict) -> None:
         if self.checker:
-            import importlib
-
             module, func = self.checker.split(":")
             getattr(importlib.import_module(module), func)(params)
 

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
               "1 frame and no negative warm-up",
               file=sys.stderr)
         return 2
-    from mpi4py import MPI
+    from mpi4py import MPI  # MPI_Init happens here: launch cost, not the app's time
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()

@@ -25,9 +25,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from perfsweep import __version__
+from perfsweep import __version__, layout
 from perfsweep.cluster.launch import resolve
-from perfsweep.records import RUN_SCHEMA, archive_name, write_json_atomic
+from perfsweep.records import RUN_SCHEMA, archive_copy, write_json_atomic
+from perfsweep.recovery import hold_lock, release_lock
 
 SLURM_LOGS = Path(".snakemake") / "slurm_logs"
 _CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")
@@ -35,7 +36,7 @@ _CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(
 
 def last_archived(archive_dir: str, repetition: int, attempt: int) -> dict[str, Any] | None:
     """The newest archived record of this run's given attempt, if the runner got to write one."""
-    files = sorted(Path(archive_dir).glob(archive_name(repetition, attempt)))
+    files = sorted(Path(archive_dir).glob(layout.archive_name(repetition, attempt)))
     return json.loads(files[-1].read_text()) if files else None
 
 
@@ -58,18 +59,12 @@ def slurm_end(spec: Any, logs: Path = SLURM_LOGS) -> tuple[str | None, str | Non
     return newest.stem, None
 
 
-def run_log(output: str) -> Path:
-    """The log of the run whose record is ``output`` (<results>/runs/<study>/<config>/rep<k>.json;
-    rule run's log: <results>/logs/runs/<study>/<config>/rep<k>.log, every attempt's stderr)."""
-    record = Path(output)
-    return record.parents[3] / "logs" / "runs" / record.parent.parent.name / record.parent.name / f"{record.stem}.log"
-
-
-def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any] | None:
+def ended_record(spec: Any, output: str, attempt: int, bundled: bool = False) -> dict[str, Any] | None:
     """The failure record of a run whose last real attempt (``attempt - 1``) ended in SLURM, or locally
     by a signal to the runner that it could not catch (SIGKILL: the OOM killer). None for a local
     attempt that was interrupted (its archived record is ``killed``: SIGINT or SIGTERM, e.g. Ctrl-C that
-    Snakemake missed): that ended nothing of the app's, the run stays to be measured."""
+    Snakemake missed): that ended nothing of the app's, the run stays to be measured. ``bundled``: the
+    run was one of a bundle (``bundle: repetitions``), whose job has one log for all its runs."""
     last = attempt - 1
     prior = last_archived(spec.archive_dir, spec.repetition, last)
     job, line = slurm_end(spec)
@@ -79,7 +74,7 @@ def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any] | None:
         return None
     if local:  # no SLURM: the runner's process itself was stopped (a signal, the OOM killer) or failed
         why = (f"its process was stopped ({prior.get('error') or prior.get('status')})" if prior else
-               f"its process ended without a record (see {run_log(output)})")
+               f"its process ended without a record (see {layout.log_of_record(output, bundled) or 'its log'})")
     elif line:
         why = f"SLURM ended job {job}: {line}"
     elif prior:
@@ -104,21 +99,20 @@ def ended_record(spec: Any, output: str, attempt: int) -> dict[str, Any] | None:
     return record
 
 
-def record_ended_runs(pairs: list[tuple[Any, str]], attempt: int) -> int:
+def record_ended_runs(pairs: list[tuple[Any, str]], attempt: int, bundled: bool = False) -> int:
     """Write the failure record of every run of this job that has none; archive it too. Returns 0, or 1
-    if a run was interrupted locally (no record: the job fails, and the sweep's next start measures it)."""
-    from perfsweep.recovery import hold_lock, record_lock_path, release_lock
-    from perfsweep.runner import _archive
+    if a run was interrupted locally (no record: the job fails, and the sweep's next start measures it).
+    ``bundled``: the job is a bundle's (its runs share one log)."""
 
     rc = 0
     for spec, output in pairs:
-        lock = hold_lock(record_lock_path(output), wait=True)  # a runner still in flight finishes first
+        lock = hold_lock(layout.record_lock(output), wait=True)  # a runner still in flight finishes first
         try:
             if Path(output).exists():
                 continue
-            record = ended_record(spec, output, attempt)
+            record = ended_record(spec, output, attempt, bundled)
             if record is not None:
-                _archive(spec, attempt, record)
+                archive_copy(spec.archive_dir, spec.repetition, attempt, record)
                 write_json_atomic(output, record)
         finally:
             release_lock(lock)

@@ -33,6 +33,7 @@ than the plugin's polling interval.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -292,8 +293,6 @@ def status() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m perfsweep.cluster.local_slurm",
                                  description="A local multi-node SLURM cluster (root, Debian).")
     ap.add_argument("action", choices=["install", "start", "stop", "status"])

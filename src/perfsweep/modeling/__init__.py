@@ -9,7 +9,8 @@ Usage::
     model.lead_share, model.runner_up, model.interval([[8000, 2]])   # how sure the form and prediction are
 """
 
-from perfsweep.modeling.fit import FewValuesWarning, FitOptions, ModelingError, ModelingWarning, fit_model, fit_models
+from perfsweep.errors import ModelingError
+from perfsweep.modeling.fit import FewValuesWarning, FitOptions, ModelingWarning, fit_model, fit_models
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.terms import Factor, Term, dominant_terms, exponent_pairs
 

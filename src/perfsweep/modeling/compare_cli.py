@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
+
+from perfsweep.modeling import sweep_compare as sc
+from perfsweep.modeling.sweep_compare_html import write_html
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from perfsweep.modeling import sweep_compare as sc
-
     threshold = sc.parse_threshold(args.threshold)
     param_map = sc.parse_param_map(args.param_map)
     at = sc.parse_at(args.at)
@@ -22,17 +24,13 @@ def _compare(args: argparse.Namespace) -> int:
                         alpha=args.alpha, level=args.level, absolute=args.absolute)
     sys.stdout.write(sc.render(result, args.format))
     if args.html:
-        from perfsweep.modeling.sweep_compare_html import write_html
-
         write_html(result, args.html)
         print(f"perfsweep: comparison page written to {args.html}", file=sys.stderr)
     return result.exit_code()
 
 
-def register_cli(sub) -> None:
-    """Adds ``perfsweep compare`` (cli.py's _EXTENSIONS)."""
-    from perfsweep.cli import _level
-    from perfsweep.modeling import sweep_compare as sc
+def register_cli(sub, level: Callable[[str], float]) -> None:
+    """Adds ``perfsweep compare`` (cli.py's _EXTENSIONS; ``level``: its argument type of a level in (0, 1))."""
 
     p = sub.add_parser("compare", help="compare two sweeps' models: a performance-regression gate (exit 1)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,9 +45,9 @@ def register_cli(sub) -> None:
     p.add_argument("--min-share", type=_share, default=sc.MIN_SHARE,
                    help="rows below this share of their metric's total at the target are shown but do not gate "
                         "(default %(default)s)")
-    p.add_argument("--alpha", type=_level, default=sc.ALPHA,
+    p.add_argument("--alpha", type=level, default=sc.ALPHA,
                    help="family-wise error rate of the gating rows, Holm-corrected (default %(default)s)")
-    p.add_argument("--level", type=_level, default=sc.LEVEL, help="of the ratios' intervals (default %(default)s)")
+    p.add_argument("--level", type=level, default=sc.LEVEL, help="of the ratios' intervals (default %(default)s)")
     p.add_argument("--absolute", action="store_true",
                    help="judge the raw ratios B/A (default: each row against its study's common shift, the median "
                         "row's ratio, where the study has at least 5 rows: the host's speed between the sweeps)")

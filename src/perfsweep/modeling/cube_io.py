@@ -13,7 +13,7 @@ exclusive values), a call path's value at a point is the mean over every profile
 every location (process or thread) in it; the tidy frame has one row per profile and location. Call
 paths are named ``main->foo->bar``; those that are not measured at every point are added to their
 nearest ancestor that is, and parameters that do not vary are dropped. Unreadable profiles and folder
-names raise :class:`~perfsweep.modeling.extrap_io.ExtrapFormatError` naming the file.
+names raise :class:`~perfsweep.errors.ExtrapFormatError` naming the file.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfsweep.modeling.extrap_io import COLUMNS, ExtrapFormatError, PathLike
+from perfsweep.errors import ExtrapFormatError
+from perfsweep.modeling.tidy import COLUMNS, PathLike
 
 
 def _callpaths(roots) -> dict[int, str]:
@@ -45,7 +46,7 @@ def _callpaths(roots) -> dict[int, str]:
 
 
 def _exclusive_values(cube) -> tuple[dict[tuple[str, str], np.ndarray], list[int], dict[str, str]]:
-    from pycubexr.utils.exceptions import MissingMetricError
+    from pycubexr.utils.exceptions import MissingMetricError  # optional: only CUBE profiles need pycubexr
 
     callpaths = _callpaths(cube.get_root_cnodes())
     ranks: list[int] = []
@@ -67,7 +68,7 @@ def _exclusive_values(cube) -> tuple[dict[tuple[str, str], np.ndarray], list[int
 def read_profile(path: PathLike) -> tuple[dict[tuple[str, str], np.ndarray], list[int], dict[str, str]]:
     """One profile's exclusive values: {(call path, metric): value per location}, the locations' process
     ranks, and each metric's unit. Metrics without data in the file are left out (as in Extra-P)."""
-    from pycubexr import CubexParser
+    from pycubexr import CubexParser  # optional: only CUBE profiles need pycubexr
 
     try:
         with warnings.catch_warnings():

@@ -38,14 +38,9 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from perfsweep.errors import UserError
-
-PathLike = str | os.PathLike[str]
-COLUMNS = ["region", "metric", "repetition", "value"]
-
-
-class ExtrapFormatError(UserError):
-    """A file that is not valid Extra-P input (one line with file, line or entry, and value)."""
+from perfsweep.errors import ExtrapFormatError
+from perfsweep.modeling.cube_io import read_cube_dir
+from perfsweep.modeling.tidy import COLUMNS, PathLike
 
 
 def _number(value: Any, where: str, what: str = "value") -> float:
@@ -315,8 +310,6 @@ def read_extrap(path: PathLike) -> tuple[pd.DataFrame, list[str]]:
     that starts with ``{"params":`` JSON Lines; one whose first non-blank character is ``{`` or ``[``
     JSON (or JSON Lines, as in Extra-P); anything else Extra-P's text format."""
     if os.path.isdir(path):
-        from perfsweep.modeling.cube_io import read_cube_dir
-
         return read_cube_dir(path)
     text = _text_of(path)
     if not text.strip():

@@ -21,9 +21,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfsweep.errors import UserError
-from perfsweep.modeling.extrap_io import ExtrapFormatError, PathLike, read_extrap
-from perfsweep.modeling.fit import FitOptions, ModelingError, fit_models
+from perfsweep.errors import ExtrapFormatError, ModelingError, UserError
+from perfsweep.modeling.extrap_io import read_extrap
+from perfsweep.modeling.fit import FitOptions, fit_models
+from perfsweep.modeling.tidy import PathLike
+from perfsweep.tables import to_markdown, write_table
 
 
 def fit_extrap(path: PathLike, options: FitOptions | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -60,8 +62,6 @@ def fit_extrap(path: PathLike, options: FitOptions | None = None) -> tuple[pd.Da
 
 
 def _models(args: argparse.Namespace) -> int:
-    from perfsweep.tables import to_markdown, write_table
-
     table, entries = fit_extrap(args.file)
     print(to_markdown(table), end="")
     if args.out:
@@ -69,8 +69,8 @@ def _models(args: argparse.Namespace) -> int:
         if out.exists() and not out.is_dir():
             raise ExtrapFormatError(f"{out}: --out must be a directory")
         out.mkdir(parents=True, exist_ok=True)
-        write_table(table, str(out / "models"), caption=f"Models of {args.file}")
-        (out / "models.json").write_text(json.dumps(entries, indent=1))
+        write_table(table, str(out / "models"), caption=f"Models of {args.file}")  # not the results tree
+        (out / "models.json").write_text(json.dumps(entries, indent=1))  # not the results tree: --out
         print(f"perfsweep: models written to {out}/models.{{csv,md,tex,json}}")
     return 0
 

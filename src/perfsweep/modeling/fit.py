@@ -60,11 +60,14 @@ from typing import Sequence
 import numpy as np
 from scipy.stats import chi2
 
+from perfsweep.errors import ModelingError
 from perfsweep.modeling.consensus import consensus
 from perfsweep.modeling.model import Model, fill_statistics, statistics
 from perfsweep.modeling.structures import Structure, structures
-from perfsweep.modeling.terms import EXACT, Factor, Term, exponent_pairs
+from perfsweep.modeling.terms import Factor, Term, exponent_pairs
 
+# RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
+_EXACT = 1e-13
 _FLOOR = 1e-9  # a term changing no value by more than this fraction (unweighted: of the largest) is not a term
 _R2_SLACK = 0.01  # a model within the noise may explain this much less variance than a single term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
@@ -72,10 +75,6 @@ _JOINT = 10  # pairs per slot in a joint move of two slots
 _POLISH = 3  # candidates per call path that get joint moves
 _MARGIN = 1.25  # refine the candidates whose weighted RSS is within this factor of the best
 MIN_VALUES = 3  # distinct values of each parameter a model needs (5 are advised: FewValuesWarning)
-
-
-class ModelingError(ValueError):
-    """Input that cannot be modelled (one-line message)."""
 
 
 class FewValuesWarning(UserWarning):
@@ -190,19 +189,16 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         # the scatter a model leaves beyond the repetitions' noise (the host's drift between
         # configurations, what the form misses) is known only from a model that the resamples chose:
         # a first round over the repetitions alone, then the round that also carries that scatter
-        final, scatter = models, [None] * len(sets)
+        final = models
         if opts.bootstrap:
             first = choose([0.0] * len(sets), models)
-            scatter = [_scatter(m, ybar[j], noise[j], relative) for j, m in enumerate(first)]
-            excess = [min(_excess(s, noise[j]), _spread(ybar[j], relative)) for j, s in enumerate(scatter)]
-            final = first
-            if any(e > 0 for e in excess):
-                final, scatter = choose(excess, first), [None] * len(sets)
+            excess = [min(_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]), _spread(ybar[j], relative))
+                      for j, m in enumerate(first)]
+            final = choose(excess, first) if any(e > 0 for e in excess) else first
         for j, (i, _, scale) in enumerate(sets):
             chosen = final[j]
             if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
-                s = scatter[j] if scatter[j] is not None else _scatter(chosen, ybar[j], noise[j], relative)
-                chosen.scatter, chosen.scatter_relative = s, relative
+                chosen.scatter, chosen.scatter_relative = _scatter(chosen, ybar[j], noise[j], relative), relative
             out[i] = _rescaled(chosen, scale)
     return out
 
@@ -529,7 +525,7 @@ class _Fit:
 
     def score(self, rss: np.ndarray, k: int, ywy: np.ndarray) -> np.ndarray:
         """The selection criterion; ``ywy`` (broadcast against ``rss``) sets the exact-fit floor."""
-        return self.n * np.log(np.maximum(rss, EXACT * ywy) / self.n) + self.pen * k
+        return self.n * np.log(np.maximum(rss, _EXACT * ywy) / self.n) + self.pen * k
 
     # step 1 -------------------------------------------------------------------------------------
     def single_parameter_choices(self) -> tuple[np.ndarray, np.ndarray]:
@@ -982,7 +978,7 @@ class _Fit:
         """:meth:`fits_noise` of entries whose weighted RSS (E,) and used columns (E, K) are known."""
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
-        out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), EXACT * self.ywy[en.row])
+        out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
         return out
 
     def finish(self, en: "_Entries", out: list) -> None:

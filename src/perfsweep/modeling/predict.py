@@ -22,15 +22,11 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.errors import UserError
+from perfsweep.apps.registry import PROCESS_COUNT, RUN_METRICS
+from perfsweep.errors import PredictError
 from perfsweep.modeling.model import Model
 
 _OPS = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt, "==": operator.eq, "=": operator.eq}
-
-
-class PredictError(UserError):
-    """A wrong request (unknown parameter, bad constraint, no model): one line."""
 
 
 def load_model(path: str | os.PathLike[str], region: str = "all", metric: str = "time") -> Model:
@@ -159,8 +155,6 @@ def is_rate_metric(metric: str) -> bool:
 def is_time_metric(metric: str) -> bool:
     """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric);
     not a rate such as timesteps/s."""
-    from perfsweep.apps.registry import RUN_METRICS
-
     return metric in RUN_METRICS or ("time" in metric and not is_rate_metric(metric))
 
 

@@ -85,10 +85,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfsweep.errors import UserError
+from perfsweep import layout
+from perfsweep.errors import CompareError
 from perfsweep.modeling import compare as lead
 from perfsweep.modeling.model import Model
-from perfsweep.modeling.predict import is_rate_metric, is_time_metric
+from perfsweep.modeling.extrap_io import read_extrap
+from perfsweep.modeling.extrap_models import fit_extrap
+from perfsweep.modeling.fit import FitOptions
+from perfsweep.modeling.predict import _check_model, entry_model, is_rate_metric, is_time_metric, load_entry
+from perfsweep.modeling.terms import Term
+from perfsweep.tables import to_markdown
 
 BOOTSTRAP = 40  # resamples when an Extra-P input is modelled here (as pipeline.BOOTSTRAP)
 THRESHOLD = 0.05
@@ -100,21 +106,17 @@ TOTAL = "time"  # the metric whose total (region all, else the sum over regions)
 EXTRAP_STUDY = "input"  # the one study of an Extra-P input (so that two inputs' call paths match)
 VERDICTS = ("regression", "improvement", "no significant change", "inconclusive")
 
-
-class CompareError(UserError):
-    """Bad input to compare: one line naming the file and the problem."""
+MODELS_JSON = layout.file_name("models", "models_json")  # also in a folder of its own
 
 
 def _layout(root: Path) -> dict[str, tuple[Path, Path]]:
-    """Where a results directory keeps each study's models and aggregate table, the one place this
-    module spells results paths (perfsweep.layout owns them once it exists):
-    {study: (models/<study>/models.json, tables/<study>/aggregate.csv)}."""
-    return {p.parent.name: (p, root / "tables" / p.parent.name / "aggregate.csv")
-            for p in sorted((root / "models").glob("*/models.json"))}
+    """Where a results directory keeps each study's models and aggregate table (perfsweep.layout):
+    {study: (its models.json, its aggregate.csv)}."""
+    return layout.study_models(root)
 
 
 def _is_results_dir(root: Path) -> bool:
-    return root.is_dir() and (root / "models").is_dir()
+    return root.is_dir() and layout.models_dir(root).is_dir()
 
 
 @dataclass
@@ -141,14 +143,14 @@ def load_side(path: str | os.PathLike[str]) -> Side:
     if _is_results_dir(root):
         found = _layout(root)
         if not found:
-            raise CompareError(f"{root}: a results directory without models (no models/<study>/models.json): "
+            raise CompareError(f"{root}: a results directory without models (no {layout.pattern('models', 'models_json')}): "
                                "run the sweep (perfsweep run) until its models stage has written them")
         side = Side(str(root), {}, {}, {})
         for study, (file, aggregate) in found.items():
             _add_models(side, file, study, aggregate)
         return side
-    if root.is_dir() and (root / "models.json").is_file():
-        root = root / "models.json"
+    if root.is_dir() and (root / MODELS_JSON).is_file():
+        root = root / MODELS_JSON
     if root.is_file() and root.suffix == ".json" and _is_models_json(root):
         side = Side(str(path), {}, {}, {})
         _add_models(side, root, None, None)
@@ -165,8 +167,6 @@ def _is_models_json(path: Path) -> bool:
 
 
 def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | None) -> None:
-    from perfsweep.modeling.predict import load_entry
-
     try:
         entries = json.loads(file.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -210,9 +210,6 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
 def _entry_model(e: dict, file: Path, terms: dict) -> Model:
     """predict.entry_model with the resampled models' terms read once per distinct term: Fraction
     parsing was 70 % of the time of loading 1,000 call paths of 41 models each."""
-    from perfsweep.modeling.predict import _check_model, entry_model
-    from perfsweep.modeling.terms import Term
-
     boots = e["model"].get("bootstrap") or []
     model = entry_model({**e, "model": {**e["model"], "bootstrap": []}}, file)
 
@@ -242,15 +239,11 @@ def _medians(aggregate: Path) -> dict[tuple[str, str], pd.DataFrame] | None:
 
 
 def _extrap_side(path: Path) -> Side:
-    from perfsweep.modeling.extrap_io import read_extrap
-    from perfsweep.modeling.extrap_models import fit_extrap
-    from perfsweep.modeling.fit import FitOptions
-
     if path.is_dir() and not any(path.iterdir()):
         raise CompareError(f"{path}: an empty directory: no models (give a results directory, a models.json "
                            "or an Extra-P input)")
     if path.is_dir() and not any(path.glob("*/*.cubex")) and not any(path.glob("*.cubex")):
-        raise CompareError(f"{path}: no models: neither a results directory (models/<study>/models.json), "
+        raise CompareError(f"{path}: no models: neither a results directory ({layout.pattern('models', 'models_json')}), "
                            "a directory with a models.json, nor a directory of CUBE profiles")
     read_extrap(path)  # its format errors, one line each, before the modelling
     with warnings.catch_warnings():
@@ -755,8 +748,6 @@ def summary_lines(result: CompareResult) -> list[str]:
 
 def render(result: CompareResult, fmt: str = "text") -> str:
     """The table as text (terminal), md, csv or json."""
-    from perfsweep.tables import to_markdown
-
     if fmt == "json":
         return json.dumps({"a": result.a, "b": result.b, "threshold": result.threshold, "alpha": result.alpha,
                            "level": result.level, "min_share": result.min_share, "param_map": result.param_map,

@@ -100,10 +100,10 @@ def _pct(v: float) -> str:
 
 
 def _figure(r: Row, level: float) -> str:
-    import matplotlib
+    import matplotlib  # heavy: only a comparison page (--html) draws figures
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: as above
 
     if r.entry_a is None or r.entry_b is None:
         return ""

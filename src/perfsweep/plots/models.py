@@ -24,13 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib import cm, colors
 
 from perfsweep.apps.registry import RUN_METRICS
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.validation import is_validation
-from perfsweep.plots.style import new_figure, save_figure
+from perfsweep.plots.style import apply_style, new_figure, save_figure
 
 PathLike = str | os.PathLike[str]
 Predict = Callable[[np.ndarray], np.ndarray]
@@ -92,8 +94,6 @@ def draw_slices(fig, ax, f: Predict, names: list[str], points: pd.DataFrame, uni
                 cells: int = 30) -> pd.DataFrame:
     """Horizontal slices of a 3-parameter model (``ax``: 3-D axes), one per measured value of the third,
     each a grid of ``cells`` x ``cells`` values."""
-    from matplotlib import cm, colors
-
     xs, ys = _axis(points[names[0]].to_numpy(float), cells), _axis(points[names[1]].to_numpy(float), cells)
     gx, gy = np.meshgrid(xs, ys)
     levels = np.sort(points[names[2]].unique())
@@ -153,8 +153,6 @@ def contour(f: Predict, names: list[str], points: pd.DataFrame, formula: str, ad
 def slices(f: Predict, names: list[str], points: pd.DataFrame, formula: str, adj_r2: float, path: PathLike,
            title: str, unit: str = "time [s]") -> pd.DataFrame:
     """Horizontal slices of a 3-parameter model, one per measured value of the third parameter."""
-    import matplotlib.pyplot as plt
-
     plt.close("all")
     fig = plt.figure(figsize=(6.4, 5.2))
     ax = fig.add_subplot(projection="3d")
@@ -283,10 +281,6 @@ def model_sheet(models_json: PathLike, predictions: PathLike, path: PathLike, st
 
     The CSV beside the PNG lists the panels: one row per model (metric, region, model, adj_r2,
     panel = its row and column on the sheet, figure = the file name of its full-size figure)."""
-    import matplotlib.pyplot as plt
-
-    from perfsweep.plots.style import apply_style
-
     models = _read_study_models(models_json, predictions)
     apply_style()
     rows = max(1, math.ceil(len(models) / SHEET_COLUMNS))

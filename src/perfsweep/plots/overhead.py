@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from perfsweep.overhead import model_overhead, model_time
+from perfsweep.plots.style import new_figure, save_figure
 
 COLORS = {"measured": "#c0392b", "amdahl": "0.55", "fit": "#17becf", "tau": "#ff7f0e", "mpi": "#1f4e9c"}
 
@@ -57,8 +58,6 @@ def draw_overhead(ax, title: str, result: dict, unit: str = "s", triples: int = 
 def overhead_grid(results: dict, study: str, path) -> None:
     """One panel per group of a study (``perfsweep.overhead.fit_per_group``'s results), 3 per row; without
     a group the figure says why."""
-    from perfsweep.plots.style import new_figure, save_figure
-
     n = max(1, len(results))
     ncols = min(3, n)
     fig, axes = new_figure(ncols=ncols, nrows=(n + ncols - 1) // ncols, width=5.2, height=4.2)

@@ -5,7 +5,7 @@ Usage::
     from perfsweep.plots.style import new_figure, save_figure
     fig, axes = new_figure(ncols=2)
     ...
-    save_figure(fig, "results/figures/nm/time.png", data=plotted_frame)   # also writes time.csv
+    save_figure(fig, "time.png", data=plotted_frame)   # also writes time.csv
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from PIL import Image  # noqa: E402
+
+from perfsweep.layout import figure_data  # noqa: E402
 
 PALETTE = "viridis"
 PNG_COLOURS = 64  # a palette PNG; gradients (3-D slices) show steps, lines and text do not suffer
@@ -39,7 +41,8 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 4.6, height: float
 
 
 def save_figure(fig, path: str | os.PathLike[str], data: pd.DataFrame | None, dpi: float | None = None) -> None:
-    """Save the PNG and, beside it, the plotted data as CSV with the same stem.
+    """Save the PNG and, beside it, the plotted data as CSV (perfsweep.layout.figure_data: with the same
+    stem, unless a table of the stage has that name).
 
     A PNG is stored with a palette of PNG_COLOURS colours (no dithering): a plot has few colours,
     and this makes it three to four times smaller, so that the HTML report, which embeds every
@@ -56,7 +59,7 @@ def save_figure(fig, path: str | os.PathLike[str], data: pd.DataFrame | None, dp
         fig.savefig(path, dpi=dpi)
     plt.close(fig)
     if data is not None:
-        data.to_csv(path.with_suffix(".csv"), index=False)
+        data.to_csv(figure_data(path), index=False)
 
 
 def placeholder(path: str | os.PathLike[str], text: str) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perfsweep.layout import paper_file
 from perfsweep.overhead import analyse
 from perfsweep.plots.overhead import draw_overhead
 from perfsweep.plots.style import new_figure, save_figure
@@ -65,6 +66,14 @@ def _load(table: str | os.PathLike[str], app: str) -> tuple[np.ndarray, np.ndarr
     return sel["n"].to_numpy(float), sel[f"{app}_t"].to_numpy(float), t1, sel[f"{app}_tau_mpi"].to_numpy(float)
 
 
+STAGE = "paper_hofinger"  # its files: perfsweep.layout.PAPERS
+
+
+def _stem(out: Path, key: str) -> str:
+    """A table's path without suffix (tables.write_table writes .csv, .md and .tex)."""
+    return str(paper_file(out, STAGE, key).with_suffix(""))
+
+
 def reproduce_hofinger(table: str | os.PathLike[str], out_dir: str | os.PathLike[str]) -> dict[str, dict]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -91,17 +100,17 @@ def reproduce_hofinger(table: str | os.PathLike[str], out_dir: str | os.PathLike
             cur["tau_over_t_measured"] = cur["tau_measured"] / cur["t_measured"]
         curves.append(cur)
         plotted.append(draw_overhead(ax, name, res))
-    save_figure(fig, out / "fig2_overhead.png", pd.concat(plotted, ignore_index=True))
-    write_table(pd.DataFrame(fits), str(out / "fits"), caption="Overhead model fits (seed 003)")
-    write_table(pd.DataFrame(counts), str(out / "triples"), caption="Triples considered and misses (cf. Table 2)")
-    write_table(pd.DataFrame(tops), str(out / "top_triples"), caption="Top-ranked triples (cf. Table 3)")
+    save_figure(fig, paper_file(out, STAGE, "figure"), pd.concat(plotted, ignore_index=True))
+    write_table(pd.DataFrame(fits), _stem(out, "fits"), caption="Overhead model fits (seed 003)")
+    write_table(pd.DataFrame(counts), _stem(out, "triples"), caption="Triples considered and misses (cf. Table 2)")
+    write_table(pd.DataFrame(tops), _stem(out, "top"), caption="Top-ranked triples (cf. Table 3)")
     overhead = pd.concat(curves, ignore_index=True)
     first = ["application", "n", "t_measured", "t_fit", "tau_fit", "tau_measured"]
     overhead = overhead[first + [c for c in overhead.columns if c not in first]]
-    write_table(overhead, str(out / "overhead"), caption="Estimated overhead tau_n and measured MPI overhead")
+    write_table(overhead, _stem(out, "overhead"), caption="Estimated overhead tau_n and measured MPI overhead")
     w = results["wien2k"]
     best = w["triples"].solutions[0]
-    (out / "NOTE.md").write_text(NOTE.format(
+    paper_file(out, STAGE, "note").write_text(NOTE.format(
         wien_ls=w["fit"].rmsd, wien_best=best.to_dict()["triple"], wien_best_rmsd=best.rmsd,
         wien_f=best.f_s, wien_b=best.b, wien_c=best.c, wien_n=w["triples"].considered))
     return results

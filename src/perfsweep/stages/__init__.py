@@ -27,12 +27,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from perfsweep.errors import RuleMismatch, one_line_errors
+
 PathLike = str | os.PathLike[str]
-
-
-class RuleMismatch(TypeError):
-    """A rule's input/output/params key and its stage function's parameters do not match (a bug of the
-    workflow, not of the user's input): raised before the stage runs, naming rule, key and parameter."""
 
 
 def call(smk: Any, func: Callable[..., Any]) -> Any:
@@ -42,8 +39,6 @@ def call(smk: Any, func: Callable[..., Any]) -> Any:
     must be given, else :class:`RuleMismatch`; a :class:`perfsweep.errors.UserError` becomes one line.
     A function with a parameter named ``input``, ``output`` or ``params`` gets that part's keys as one
     mapping instead (see :func:`bind`)."""
-    from perfsweep.errors import one_line_errors
-
     if len(smk.log):
         sys.stderr = open(smk.log[0], "w")
     kwargs = bind(getattr(smk, "rule", "?"), func, {part: dict(getattr(smk, part).items())

@@ -7,20 +7,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from perfsweep.modeling.model import Model
+from perfsweep.modeling.validation import is_validation
+from perfsweep.plots import grid as grid_plot
+from perfsweep.plots import models as model_plots
+from perfsweep.plots.style import placeholder
+from perfsweep.plots.sweep import time_vs_parameters as sweep_plot
+from perfsweep.plots.variability import variability_figure as var_plot
 from perfsweep.stages import PathLike, read
 
 
 def run(runs: PathLike, medians: PathLike, variability: PathLike, predictions: PathLike, models_json: PathLike,
         time_vs_parameters: PathLike, grid: PathLike, variability_figure: PathLike, model: PathLike,
         model_vs_measurement: PathLike, varied: list[str], study: str) -> None:
-    from perfsweep.modeling.model import Model
-    from perfsweep.modeling.validation import is_validation
-    from perfsweep.plots import grid as grid_plot
-    from perfsweep.plots import models as model_plots
-    from perfsweep.plots.style import placeholder
-    from perfsweep.plots.sweep import time_vs_parameters as sweep_plot
-    from perfsweep.plots.variability import variability_figure as var_plot
-
     med, var = read(medians), read(variability)
     sweep_plot(read(runs), med, varied, study, time_vs_parameters)
     grid_plot.measured_grid(med, var, varied, study, grid)

@@ -7,19 +7,18 @@ import pandas as pd
 
 from perfsweep import tables
 from perfsweep.apps.registry import RANK_PHASES
+from perfsweep.metrics.observables import from_pipeline_ranks, run_totals
+from perfsweep.metrics.pop import NOT_COMPUTED, detect_scaling, pop_metrics, pop_table
+from perfsweep.metrics.scaling import scaling_table
+from perfsweep.metrics.stragglers import flag_stragglers
+from perfsweep.plots.metrics import pop_heatmap, rank_bars, speedup_efficiency
+from perfsweep.plots.style import placeholder
 from perfsweep.stages import PathLike, read, stem
 
 
 def run(runs: PathLike, ranks: PathLike, regions: PathLike, observables: PathLike, scaling: PathLike, pop_csv: PathLike,
         pop_spread: PathLike, pop_figure: PathLike, speedup_figure: PathLike, ranks_figure: PathLike,
         varied: list[str], processes: str, scaling_mode: str, study: str) -> None:
-    from perfsweep.metrics.observables import from_pipeline_ranks, run_totals
-    from perfsweep.metrics.pop import NOT_COMPUTED, detect_scaling, pop_metrics, pop_table
-    from perfsweep.metrics.scaling import scaling_table
-    from perfsweep.metrics.stragglers import flag_stragglers
-    from perfsweep.plots.metrics import pop_heatmap, rank_bars, speedup_efficiency
-    from perfsweep.plots.style import placeholder
-
     rk = read(ranks)
     others = [v for v in varied if v != processes]
 
@@ -29,7 +28,7 @@ def run(runs: PathLike, ranks: PathLike, regions: PathLike, observables: PathLik
         speedup_efficiency(table, processes, speedup_figure, study, hue=others[0] if others else None)
 
     if rk.empty:  # an external app without per-rank timings: speed-up and efficiency of its run times only
-        for path in (pop_figure, ranks_figure):  # first: a figure's CSV (pop.csv beside pop.png) is the table's
+        for path in (pop_figure, ranks_figure):  # (pop.png's data: layout.figure_data, not the POP table)
             placeholder(path, f"{study}: no per-rank timings")
         for path in (observables, pop_csv, pop_spread):
             pd.DataFrame({"note": ["no per-rank timings: the app reports none (timings_json)"]}).to_csv(path, index=False)

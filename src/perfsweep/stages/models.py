@@ -6,16 +6,17 @@ measurement (validation.csv)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from perfsweep import tables
+from perfsweep.modeling.pipeline import fit_study_models
+from perfsweep.modeling.validation import is_validation
 from perfsweep.stages import PathLike, read, stem
 
 
 def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions: PathLike,
         varied: list[str], fixed: dict, processes: str, study: str, design: str = "full",
         modeling: dict | None = None, validation: PathLike | None = None) -> None:
-    from perfsweep.modeling.pipeline import fit_study_models
-
     tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes, design=design,
                                         modeling=modeling)
     tables.write_table(tab.drop(columns=["latex"]), stem(table), caption=f"Performance models of study {study}")
@@ -23,8 +24,6 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
         json.dump(mods, fh, indent=1, allow_nan=False)  # strict JSON: undefined statistics are null
     preds.to_csv(predictions, index=False)
     if validation is not None:
-        from perfsweep.modeling.validation import is_validation
-
         preds[is_validation(preds)].drop(columns=["validation"], errors="ignore").to_csv(validation, index=False)
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if len(main):
@@ -34,7 +33,7 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
         undecided = next((n for n in notes.split("; ") if n.startswith("form undecided")), "")
         if undecided:  # the data cannot decide: say so instead of a formula that reads as known
             print(f"perfsweep: study {study} model: T({', '.join(varied)}): {undecided} "
-                  f"(reported {text}, see results/models/{study}/models.md)", flush=True)
+                  f"(reported {text}, see {Path(table).with_suffix('.md')})", flush=True)
         else:
             print(f"perfsweep: study {study} model: T({', '.join(varied)}) = {text}"
                   + (f"  (adj. R^2 {r['adj_r2']:.3f})" if r["model"] else ""), flush=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfsweep.reproduce.mdanalysis import reproduce_mdanalysis
 from perfsweep.stages import PathLike, check_written
 
 
 def run(data_dir: PathLike, scaling: PathLike, figure: PathLike, components: PathLike) -> None:
     """Writes every file into the folder of ``scaling``; the others name what the rule expects there."""
-    from perfsweep.reproduce.mdanalysis import reproduce_mdanalysis
-
     reproduce_mdanalysis(data_dir, Path(scaling).parent)
     check_written(__name__, scaling, figure, components)

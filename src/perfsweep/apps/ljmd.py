@@ -30,13 +30,14 @@ steps after a Barrier, as ms2 writes its results. Work per rank grows like n d c
 force time is pairs x (alpha + beta m^2) / p with the pairs within the Verlet reach growing like
 n d (c + SKIN + 2 r_m)^3 (measured: alpha about 30 ns per molecule pair, beta about 29 ns per site pair).
 
-Memory: each step's numpy temporaries (up to ~10 MB per array) are freed and allocated again. With
-glibc's default, whose mmap and trim thresholds adapt to the sizes freed, part of them goes back to the
-kernel and is faulted in again every step, and how much depends on the array sizes: on a 2-core VM, 1850
-page faults per force call at n = 600, m = 4 and none at m = 3, and 1.5-2x the cost per site pair at some
-configurations and not at their neighbours (a step in the work law that no model of n, m, c has). Like an MD
-code that allocates its buffers once, ljmd keeps freed memory in the process (:func:`keep_freed_memory`,
-on glibc; ``--release-memory`` restores the default): after the first step no force call faults.
+Memory: each step's numpy temporaries (about 1 MB per array, see PAIR_CHUNK) are freed and allocated
+again. With glibc's default, whose mmap and trim thresholds adapt to the sizes freed, part of them goes
+back to the kernel and is faulted in again every step, and how much depends on the array sizes: on a
+2-core VM, 1850 page faults per force call at n = 600, m = 4 and none at m = 3, and 1.5-2x the cost per
+site pair at some configurations and not at their neighbours (a step in the work law that no model of n,
+m, c has). Like an MD code that allocates its buffers once, ljmd keeps freed memory in the process
+(:func:`keep_freed_memory`, on glibc; ``--release-memory`` restores the default): after the first step no
+force call faults.
 
 Timed per rank (perfsweep.apps.instrument): phases init, compute, io, comm (per collective), and the
 regions setup, step/neighbours, step/forces, step/integrate, step/output. Before the timed steps,
@@ -68,7 +69,11 @@ from perfsweep.records import atomic_file
 
 SITE_EDGE = 0.1  # edge of the site polygon in sigma (ms2's 0.1 Angstrom is ~0.03 sigma; 0.1 is visible)
 SKIN = 0.3  # Verlet-list skin in sigma: neighbour lists are rebuilt only when a molecule moved skin/2
-PAIR_CHUNK = 400_000  # site pairs evaluated per numpy batch: bounds memory at ~ 100 MB
+# Site pairs evaluated per numpy batch: the batch's temporaries (~0.8 MB each) stay in a core's L2 cache,
+# as an MD code tiles its loops. With batches of 400,000 (10 MB temporaries) the cost per site pair grew
+# with the problem as the batches outgrew the cache (30.8 -> 40.0 ns from n = 400 to 5000 at m = 3, best
+# of 7 calls here), a bend in n that no model of n, m and c has; with 32,000: 31.2 -> 33.4 ns.
+PAIR_CHUNK = 32_000
 HARD_CORE = 0.85  # the fluid start's smallest centre distance, in mean spacings (1/d)^(1/3), at most 1 sigma
 MELT_SWEEPS = 40  # hard-sphere Monte Carlo sweeps that melt the lattice
 MELT_STEP = 0.2  # largest trial displacement per coordinate and sweep, in lattice spacings
@@ -335,7 +340,7 @@ def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray
     site_shift = (offsets[None, :, :] - offsets[:, None, :]).reshape(-1, 3)  # o_b - o_a for (a, b)
     c2 = cutoff * cutoff
     shift = 4.0 * (cutoff ** -12 - cutoff ** -6)
-    force = np.zeros((n, 3))
+    f_pair = np.empty((len(i), 3))  # force on j from i, per molecule pair; summed per molecule at the end
     energy = 0.0
     step = max(1, PAIR_CHUNK // (m * m))
     for lo in range(0, len(i), step):
@@ -349,10 +354,12 @@ def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray
         inv6 = inv2 * inv2 * inv2
         energy += float(np.sum(np.where(inside, 4.0 * inv6 * (inv6 - 1.0) - shift, 0.0)))
         fmag = 24.0 * inv6 * (2.0 * inv6 - 1.0) * inv2  # -dU/dr / r
-        f_on_j = np.einsum("pk,pkc->pc", fmag, d)
-        for axis in range(3):
-            force[:, axis] += np.bincount(jj, weights=f_on_j[:, axis], minlength=n)
-            force[:, axis] -= np.bincount(ii, weights=f_on_j[:, axis], minlength=n)
+        np.einsum("pk,pkc->pc", fmag, d, out=f_pair[lo:lo + step])
+    # One sum over all pairs (a sum per batch would cost O(n) per batch: O(n^2 / batch) per step)
+    force = np.empty((n, 3))
+    for axis in range(3):
+        force[:, axis] = (np.bincount(j, weights=f_pair[:, axis], minlength=n)
+                          - np.bincount(i, weights=f_pair[:, axis], minlength=n))
     return force, energy
 
 

@@ -77,13 +77,13 @@ def test_fluid_start_has_no_close_pairs_and_a_smooth_pair_count():
 
 def test_fluid_start_is_made_once_per_n_d_seed_and_remade_when_damaged(tmp_path):
     first = ljmd.fluid_centres(200, 0.5, 7, tmp_path)
-    made = tmp_path / "ljmd-fluid-n200-d0.5-s7.npy"
+    made = tmp_path / "ljmd-fluid2-n200-d0.5-s7.npy"
     assert np.array_equal(np.load(made), first)
     np.save(made, first[:10])  # a file of another shape (a damaged or foreign one) is made again
     assert np.array_equal(ljmd.fluid_centres(200, 0.5, 7, tmp_path), first)
     assert np.array_equal(ljmd.fluid_centres(200, 0.5, 7), first)  # without a cache: the same centres
     assert not np.array_equal(ljmd.fluid_centres(200, 0.5, 8, tmp_path), first)
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["ljmd-fluid-n200-d0.5-s7.npy", "ljmd-fluid-n200-d0.5-s8.npy"]
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["ljmd-fluid2-n200-d0.5-s7.npy", "ljmd-fluid2-n200-d0.5-s8.npy"]
 
 
 def test_newton_third_law_and_energy_conservation():
@@ -201,5 +201,5 @@ def test_record_says_whether_freed_memory_was_kept(tmp_path):
     args = ["--n", 200, "--m", 2, "--d", 0.5, "--c", 2.0, "--steps", 2]
     record = run_ljmd(tmp_path, 1, *args)
     assert record["extra"]["freed_memory"] == "kept" and record["parameters"]["start"] == "fluid"
-    assert [f.name for f in (tmp_path / "cache").iterdir()] == ["ljmd-fluid-n200-d0.5-s12345.npy"]
+    assert [f.name for f in (tmp_path / "cache").iterdir()] == ["ljmd-fluid2-n200-d0.5-s12345.npy"]
     assert run_ljmd(tmp_path, 1, *args, "--release-memory")["extra"]["freed_memory"] == "C library default"

@@ -52,11 +52,10 @@ from scipy.optimize import lsq_linear
 
 from perfsweep.modeling.compare import lead_orders, order_distance, orders_agree
 from perfsweep.modeling.model import Model, fill_statistics
-from perfsweep.modeling.terms import Factor, Term
+from perfsweep.modeling.terms import EXACT, Factor, Term
 
 NEGATIVE = 0.05  # a constant below -5 % of the smallest mean is not admissible (values > 0)
 STABLE = 0.8  # the measured data's own choice stands where this share of the resamples agree with it
-_EXACT = 1e-13  # as fit._EXACT: RSS below this fraction of sum(w y^2) is an exact fit
 MIN_HELD = 4  # values of a parameter for its extrapolation error (3 left to fit the form without the largest)
 _RELEVANT = 1e-6  # a term changing no value by more than this fraction of the largest is no term
 
@@ -191,7 +190,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
         # a term is there where it changes the values by more than rounding (lsq_linear leaves 1e-23)
         size = np.max(np.abs(a[None, :, 1:] * coef.T[:, None, 1:]), axis=1) / np.max(np.abs(data), axis=1)[:, None]
         ok = (coef[0] >= floor) & (np.all((coef[1:] > 0).T & (size > _RELEVANT), axis=1) if positive else True)
-        scores[f] = np.where(ok, n * np.log(np.maximum(rss, _EXACT * ywy) / n) + penalty * a.shape[1], np.inf)
+        scores[f] = np.where(ok, n * np.log(np.maximum(rss, EXACT * ywy) / n) + penalty * a.shape[1], np.inf)
         coefs.append(coef)
     # every resample chooses the admissible form of the lowest criterion
     choice = np.argmin(scores[:, 1:], axis=0)

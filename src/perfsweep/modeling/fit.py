@@ -64,10 +64,8 @@ from perfsweep.errors import ModelingError
 from perfsweep.modeling.consensus import consensus
 from perfsweep.modeling.model import Model, fill_statistics, statistics
 from perfsweep.modeling.structures import Structure, structures
-from perfsweep.modeling.terms import Factor, Term, exponent_pairs
+from perfsweep.modeling.terms import EXACT, Factor, Term, exponent_pairs
 
-# RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
-_EXACT = 1e-13
 _FLOOR = 1e-9  # a term changing no value by more than this fraction (unweighted: of the largest) is not a term
 _R2_SLACK = 0.01  # a model within the noise may explain this much less variance than a single term
 _CHUNK = 256  # call paths fitted at once (bounds the memory of the candidate arrays)
@@ -189,16 +187,19 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
         # the scatter a model leaves beyond the repetitions' noise (the host's drift between
         # configurations, what the form misses) is known only from a model that the resamples chose:
         # a first round over the repetitions alone, then the round that also carries that scatter
-        final = models
+        final, scatter = models, [None] * len(sets)
         if opts.bootstrap:
             first = choose([0.0] * len(sets), models)
-            excess = [min(_excess(_scatter(m, ybar[j], noise[j], relative), noise[j]), _spread(ybar[j], relative))
-                      for j, m in enumerate(first)]
-            final = choose(excess, first) if any(e > 0 for e in excess) else first
+            scatter = [_scatter(m, ybar[j], noise[j], relative) for j, m in enumerate(first)]
+            excess = [min(_excess(s, noise[j]), _spread(ybar[j], relative)) for j, s in enumerate(scatter)]
+            final = first
+            if any(e > 0 for e in excess):
+                final, scatter = choose(excess, first), [None] * len(sets)
         for j, (i, _, scale) in enumerate(sets):
             chosen = final[j]
             if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
-                chosen.scatter, chosen.scatter_relative = _scatter(chosen, ybar[j], noise[j], relative), relative
+                s = scatter[j] if scatter[j] is not None else _scatter(chosen, ybar[j], noise[j], relative)
+                chosen.scatter, chosen.scatter_relative = s, relative
             out[i] = _rescaled(chosen, scale)
     return out
 
@@ -525,7 +526,7 @@ class _Fit:
 
     def score(self, rss: np.ndarray, k: int, ywy: np.ndarray) -> np.ndarray:
         """The selection criterion; ``ywy`` (broadcast against ``rss``) sets the exact-fit floor."""
-        return self.n * np.log(np.maximum(rss, _EXACT * ywy) / self.n) + self.pen * k
+        return self.n * np.log(np.maximum(rss, EXACT * ywy) / self.n) + self.pen * k
 
     # step 1 -------------------------------------------------------------------------------------
     def single_parameter_choices(self) -> tuple[np.ndarray, np.ndarray]:
@@ -978,7 +979,7 @@ class _Fit:
         """:meth:`fits_noise` of entries whose weighted RSS (E,) and used columns (E, K) are known."""
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
-        out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), _EXACT * self.ywy[en.row])
+        out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), EXACT * self.ywy[en.row])
         return out
 
     def finish(self, en: "_Entries", out: list) -> None:

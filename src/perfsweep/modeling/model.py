@@ -81,10 +81,10 @@ class Model:
         included; the resamples also carry the scatter between configurations that the repetitions
         do not show), the ``scatter`` a new measurement has around the model and, beyond the measured
         range, the ``extrapolation`` error per doubling times the doublings (Model.beyond), added in
-        variance; log-normal where all are positive (run times), else normal. With the few resamples the
-        pipeline affords this covers better than their percentiles (90 % intervals, 60 noisy
-        2-parameter functions: 0.88 vs 0.86 with 40 resamples, 0.93 vs 0.87 with 100). NaN without
-        resamples."""
+        variance; log-normal where all are positive (run times), else normal: with the few resamples the
+        pipeline affords, a spread covers better than the resamples' percentiles. How often it covers is
+        measured by tests/test_model_uncertainty.py and tests/test_model_stability.py (synthetic) and
+        bench/replicates.py (validation points of real sweeps). NaN without resamples."""
         pred = self.predict(x)
         if not self.bootstrap:
             return np.full(len(pred), np.nan), np.full(len(pred), np.nan)

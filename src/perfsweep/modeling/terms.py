@@ -12,6 +12,9 @@ from fractions import Fraction
 
 import numpy as np
 
+# RSS below this fraction of sum(w y^2) counts as an exact fit: the normal equations cannot resolve less
+EXACT = 1e-13
+
 _J0 = ["0", "1/4", "1/3", "1/2", "2/3", "3/4", "4/5", "1", "5/4", "4/3", "3/2", "5/3", "7/4", "2", "9/4",
        "7/3", "5/2", "8/3", "11/4", "3"]
 _J1 = ["0", "1/4", "1/3", "1/2", "2/3", "3/4", "1", "5/4", "4/3", "3/2", "2", "5/2", "3"]

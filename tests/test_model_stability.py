@@ -171,6 +171,24 @@ def test_oversubscribed_process_counts_are_reported_beside_the_model():
     assert np.all(np.abs(model.predict(at) / strong(*at.T) - 1) <= 0.15), str(model)
 
 
+def test_with_two_process_counts_a_cost_that_grows_in_p_is_not_given_amdahls_form():
+    """Communication grows from p = 1 to 2 (nothing to exchange alone): with two process counts its
+    form in p is assumed log2(p), not Amdahl's p^-1 (which can grow only with a negative parallel part
+    and, fitted so, predicted worse than the mean), and the time beside it keeps p^-1; each row says
+    which form was assumed."""
+    rng = np.random.default_rng(6)
+    values = [[600, 900, 1200, 1500, 1800], [1, 2]]
+    pts, t = sweep(rng, lambda n, p: 0.02 + 1.5e-4 * n + 7e-4 * n / p, values)
+    _, comm = sweep(rng, lambda n, p: 1e-4 + 2e-6 * n * np.log2(p) + 1e-5, values)
+    agg = pd.concat([aggregate(pts, t, ["n", "p"]), aggregate(pts, comm, ["n", "p"], metric="comm")])
+    table, models, _ = fit_study_models(agg, "s", ["n", "p"], {}, processes="p")
+    rows = table.set_index("metric")
+    assert "assumed p^-1" in rows.loc["time", "notes"] and "assumed log2(p)" in rows.loc["comm", "notes"]
+    comm_model = Model.from_dict(next(m for m in models if m["metric"] == "comm")["model"])
+    assert comm_model.adj_r2 > 0.5 and lead_orders(comm_model)["p"] == (0, 1), str(comm_model)
+    assert "worse than the mean" not in rows.loc["comm", "notes"]
+
+
 @pytest.mark.parametrize("metric", ["time", "GFLOP/s"])
 def test_no_model_below_the_constant_without_a_flag(metric):
     """Pure noise around a constant: no parameter explains anything. Whatever is reported, its adjusted

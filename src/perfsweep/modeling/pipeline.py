@@ -105,8 +105,8 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     ``validation`` list, predictions' rows with ``validation`` True). Configurations whose ranks
     outnumber the cores they had (the aggregate's ``oversubscribed``) are not fitted either: their
     predictions are reported beside (``oversubscribed`` True, measured against the model of the cores'
-    regime). Where that leaves fewer than MIN_VALUES values of the process count, its form is taken as
-    p^-1 (Amdahl's law: a serial part and a part divided among the ranks), and the table says so. A
+    regime). Where that leaves fewer than MIN_VALUES values of the process count, its form is assumed
+    (_forms_in_p: p^-1 where a set falls with p, log2(p) where it grows), and the table says so. A
     rate that falls as a parameter grows is modelled through its reciprocal where that predicts better
     (reciprocal_wins)."""
     agg, checks = validation.split(agg)
@@ -118,10 +118,8 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
         values = sorted(set(agg.loc[over, processes]))
         notes.append(f"{processes} = {', '.join(format_value(v) for v in values)} oversubscribed (more ranks than "
                      "cores): not fitted, measured against the model beside it")
-    if processes in varied and fit_agg[processes].nunique() == MIN_VALUES - 1:
-        options = replace(options, assumed=((processes, ((Fraction(-1), 0),)),))
-        notes.append(f"form in {processes} assumed {processes}^-1 (Amdahl's law: {MIN_VALUES - 1} values"
-                     + (" within the cores)" if over.any() else ")"))
+    few = (f"{MIN_VALUES - 1} values" + (" within the cores" if over.any() else "")
+           if processes in varied and fit_agg[processes].nunique() == MIN_VALUES - 1 else None)
     fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
@@ -138,17 +136,18 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
         x = sel[varied].to_numpy(float)
         todo.setdefault(x.tobytes(), []).append((row, sel, y))
     models, preds = [], []
-    for group in todo.values():
-        x = group[0][1][varied].to_numpy(float)
+    batches = [(x, group, assumed, note) for whole in todo.values() for x in [whole[0][1][varied].to_numpy(float)]
+               for group, assumed, note in _forms_in_p(x, whole, varied, processes, few)]
+    for x, group, assumed, note in batches:
         try:
-            fitted = _fit_group(x, group, varied, options)
+            fitted = _fit_group(x, group, varied, replace(options, assumed=assumed) if assumed else options)
         except ModelingError as exc:
             rows += [{**row, "model": "", "reason": str(exc)} for row, _, _ in group]
             continue
         for (row, sel, _), model in zip(group, fitted):
             model.processes = processes if processes in varied else None
             other = agg[over & (agg["region"] == row["region"]) & (agg["metric"] == row["metric"])]
-            flags = notes + model_flags(model, row["metric"])
+            flags = notes + ([note] if note else []) + model_flags(model, row["metric"])
             at = validation.evaluate(model, checks[(checks["region"] == row["region"]) & (checks["metric"] == row["metric"])],
                                      varied, LEVEL)
             rows.append({**row, **validation.summary(at), "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
@@ -185,6 +184,31 @@ def oversubscribed_rows(agg: pd.DataFrame, processes: str, varied: list[str]) ->
         return pd.Series(False, index=agg.index)
     over = agg["oversubscribed"].astype(str).str.lower().isin(("true", "1"))
     return over if not over.all() else pd.Series(False, index=agg.index)
+
+
+def _forms_in_p(x: np.ndarray, group: list, varied: list[str], processes: str, few: str | None) -> list:
+    """The group's sets with the form in p they are fitted with: (sets, FitOptions.assumed, note).
+    With enough process counts the search chooses it (one entry, nothing assumed). With two (``few``:
+    why) it is assumed from how each set changes from the smaller to the larger count (the median over
+    the other parameters' values): falling, p^-1 (Amdahl's law: a serial part and one divided among the
+    ranks); growing (communication, waiting), log2(p) (a collective's tree), as p^-1 would need a
+    negative coefficient to grow and predicts worse than the mean."""
+    if few is None:
+        return [(group, (), None)]
+    k = varied.index(processes)
+    lo, hi = np.min(x[:, k]), np.max(x[:, k])
+    rest = [i for i in range(len(varied)) if i != k]
+    key = [tuple(row) for row in x[:, rest]]
+    falls, grows = [], []
+    for entry in group:
+        means = np.nanmean(entry[2], axis=1)
+        at = {(key[i], x[i, k]): means[i] for i in range(len(x))}
+        changes = [np.sign(at[c, hi] - at[c, lo]) for c in set(key) if (c, lo) in at and (c, hi) in at]
+        (grows if np.median(changes or [-1]) > 0 else falls).append(entry)
+    p = processes
+    return [(sets, ((p, (form,)),), f"form in {p} assumed {text} ({few})")
+            for sets, form, text in ((falls, (Fraction(-1), 0), f"{p}^-1, Amdahl's law"),
+                                     (grows, (Fraction(0), 1), f"log2({p}): grows with {p}")) if sets]
 
 
 def _fit_group(x: np.ndarray, group: list, varied: list[str], options: FitOptions) -> list:

@@ -41,8 +41,11 @@ def main(argv=None):
     timer = RankTimer()
     with timer.phase("compute"):
         total = sum(i * i for i in range(args.size * 1000 // comm.Get_size()))
-        if comm.Get_rank() == comm.Get_size() - 1:  # ms of work that grow with size, above the noise of Barrier
-            total += sum(i for i in range(args.size * 20000))
+        # the last rank's extra work grows with size and is about 0.2 s at size 80: far above the noise of
+        # Barrier and of the other ranks' compute, which 3 ranks on 2 cores stretch by a time slice or two
+        # (at 20000 per size, about 50 ms, a rank that waited was flagged in about half the runs)
+        if comm.Get_rank() == comm.Get_size() - 1:
+            total += sum(i for i in range(args.size * 80000))
     with timer.phase("sync"):  # the time a rank spends waiting for the others
         comm.Barrier()
     write_app_report(comm, timer, args.report, app="toy", parameters={"size": args.size, "p": comm.Get_size()},

@@ -50,6 +50,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import math
 import os
 import sys
@@ -130,15 +131,20 @@ SLEEP_AT_LEAST = 0.002
 
 def slowdown(p: Params) -> tuple[str, float]:
     """``--slow-region forces=1.2`` as (region, factor); ("", 1.0) without one. Raises ParamError."""
-    if not p.slow_region:
+    return _slowdown(p.slow_region)
+
+
+@functools.lru_cache(maxsize=None)  # asked at every call of every timed region: parsed once
+def _slowdown(spec: str) -> tuple[str, float]:
+    if not spec:
         return "", 1.0
-    name, _, factor = p.slow_region.partition("=")
+    name, _, factor = spec.partition("=")
     try:
         value = float(factor)
     except ValueError:
         value = math.nan
     if name not in CHANGEABLE or not (math.isfinite(value) and value >= 1):
-        raise ParamError(f"--slow-region {p.slow_region}: give REGION=FACTOR with REGION one of "
+        raise ParamError(f"--slow-region {spec}: give REGION=FACTOR with REGION one of "
                          f"{', '.join(CHANGEABLE)} and FACTOR a number >= 1 (e.g. forces=1.2)")
     return name, value
 

@@ -199,11 +199,12 @@ def _forms_in_p(x: np.ndarray, group: list, varied: list[str], processes: str, f
     lo, hi = np.min(x[:, k]), np.max(x[:, k])
     rest = [i for i in range(len(varied)) if i != k]
     key = [tuple(row) for row in x[:, rest]]
+    at = {(key[i], x[i, k]): i for i in range(len(x))}  # the same points for every set of the group
+    pairs = [(at[c, lo], at[c, hi]) for c in set(key) if (c, lo) in at and (c, hi) in at]
     falls, grows = [], []
     for entry in group:
         means = np.nanmean(entry[2], axis=1)
-        at = {(key[i], x[i, k]): means[i] for i in range(len(x))}
-        changes = [np.sign(at[c, hi] - at[c, lo]) for c in set(key) if (c, lo) in at and (c, hi) in at]
+        changes = [np.sign(means[b] - means[a]) for a, b in pairs]
         (grows if np.median(changes or [-1]) > 0 else falls).append(entry)
     p = processes
     return [(sets, ((p, (form,)),), f"form in {p} assumed {text} ({few})")

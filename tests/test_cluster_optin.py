@@ -71,3 +71,40 @@ def test_stop_puts_back_the_slurm_conf_that_start_replaced(tmp_path, monkeypatch
         local_slurm.stop(quiet=True)
         assert (conf.read_text() if conf.exists() else None) == machine_had
         assert not (state / "before.json").exists()
+
+
+def test_a_killed_sessions_leftovers_are_not_taken_for_the_machines(tmp_path, monkeypatch):
+    """A session killed while its cluster ran leaves its slurm.conf, the record of the machine's own and
+    pids that are dead or, after a reboot, another program's (CI failed on this: the fixture took the
+    leftover slurm.conf for the machine's). Nothing of it is alive, stop() kills none of those pids and
+    puts back the machine's own slurm.conf."""
+    from perfsweep.cluster import local_slurm
+
+    state, conf = tmp_path / "state", tmp_path / "etc" / "slurm.conf"
+    monkeypatch.setattr(local_slurm, "STATE", state)
+    monkeypatch.setattr(local_slurm, "STARTED", state / "started.json")
+    monkeypatch.setattr(local_slurm, "CONF_BEFORE", state / "before.json")
+    monkeypatch.setattr(local_slurm, "CONF", conf)
+    monkeypatch.setattr(local_slurm, "CTLD_PID", state / "slurmctld.pid")
+    state.mkdir()
+    conf.parent.mkdir()
+    sleeper = subprocess.Popen(["sleep", "60"])  # a live process that is no daemon of ours
+    try:
+        dead = 2**22 + 1  # beyond the largest pid_max: no process
+        (state / "started.json").write_text(json.dumps({"slurmctld": sleeper.pid, "slurmd-n1": dead,
+                                                        "munged": os.getpid()}))
+        (state / "slurmctld.pid").write_text(str(sleeper.pid))
+        (state / "before.json").write_text(json.dumps({"text": None}))
+        conf.write_text("ClusterName=perfsweep\n")
+        assert local_slurm.running() == {}
+        assert local_slurm._pid_of(state / "slurmctld.pid") is None  # start() would start its own
+        assert local_slurm.machine_conf() is None
+        local_slurm.stop(quiet=True)
+        assert sleeper.poll() is None, "stop() killed a process that was not its daemon"
+        assert not conf.exists() and not (state / "before.json").exists()
+        assert local_slurm.machine_conf() is None
+        conf.write_text("ClusterName=theirs\n")  # no record: the one in place is the machine's
+        assert local_slurm.machine_conf() == "ClusterName=theirs\n"
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -39,7 +39,8 @@ def cluster():
     from perfsweep.cluster import local_slurm
 
     before = local_slurm.running()
-    conf = local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None
+    # the machine's own slurm.conf: after a killed session, not the one that session left in place
+    conf = local_slurm.machine_conf()
     nodes = local_slurm.start(nodes=2)
     yield nodes
     if not before:  # leave a cluster someone else started running, stop ours

@@ -122,26 +122,35 @@ def slurm_conf(host: str, nodes: int, cpus_per_node: int, memory_mb: int) -> str
     return "\n".join(lines) + "\n"
 
 
-def _pid_of(pidfile: Path) -> int | None:
-    try:
-        pid = int(pidfile.read_text().strip())
-        os.kill(pid, 0)
-        return pid
-    except (FileNotFoundError, ValueError, ProcessLookupError, PermissionError):
-        return None
+def _program(name: str) -> str:
+    """The program behind a name of started.json: slurmd-n1 -> slurmd."""
+    return name.split("-")[0]
 
 
-def _alive(pid: int | None) -> bool:
+def _alive(pid: int | None, program: str) -> bool:
+    """Whether ``pid`` is a live (not zombie) process of ``program``. A pid in a file left by a killed
+    session or from before a reboot may since belong to another process: that one is not ours."""
     if not pid:
         return False
     try:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    try:  # a zombie is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
+    comm, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:][:1]
+    return comm == program[:15] and state != "Z"
+
+
+def _pid_of(pidfile: Path) -> int | None:
+    """The live process behind a daemon's pid file (named after its program), else None."""
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    return pid if _alive(pid, _program(pidfile.name.split(".")[0])) else None
 
 
 def _started() -> dict[str, int]:
@@ -236,11 +245,11 @@ def start(nodes: int | None = None, timeout: float = 60.0) -> dict[str, int]:
 
 
 def _terminate(name: str, pid: int, quiet: bool) -> None:
-    if not _alive(pid):
+    if not _alive(pid, _program(name)):
         return
     os.kill(pid, signal.SIGTERM)
     for _ in range(100):
-        if not _alive(pid):
+        if not _alive(pid, _program(name)):
             break
         time.sleep(0.1)
     else:
@@ -266,7 +275,7 @@ def stop(quiet: bool = False, keep_munge: bool = False) -> None:
     else:
         STARTED.unlink(missing_ok=True)
     if not keep_munge and CONF_BEFORE.exists():
-        before = json.loads(CONF_BEFORE.read_text()).get("text")
+        before = machine_conf()
         if before is None:
             CONF.unlink(missing_ok=True)
         else:
@@ -278,7 +287,16 @@ def stop(quiet: bool = False, keep_munge: bool = False) -> None:
 
 def running() -> dict[str, int]:
     """The daemons start started that are still alive, by name."""
-    return {name: pid for name, pid in _started().items() if _alive(pid)}
+    return {name: pid for name, pid in _started().items() if _alive(pid, _program(name))}
+
+
+def machine_conf() -> str | None:
+    """The machine's own slurm.conf (None: it had none), which :func:`stop` puts back: the one
+    :func:`start` replaced, also when the session that started the cluster was killed and left its
+    slurm.conf and dead pids behind; else the one in place now."""
+    if CONF_BEFORE.exists():
+        return json.loads(CONF_BEFORE.read_text()).get("text")
+    return CONF.read_text() if CONF.exists() else None
 
 
 def status() -> int:

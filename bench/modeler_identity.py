@@ -9,8 +9,7 @@ Both trees model the same inputs, each in its own process (the other revision's 
 (seed 2027), and batches that take the other paths: missing and single repetitions, zeros, negative
 values, all zeros (also alone), unusable sets (None and a warning), unweighted fits, negative exponents, and
 resamples (``bootstrap``: consensus, scatter, the resamples' models). Compared per model: the text,
-the terms, the coefficients (to 1e-12 relative) and every statistic (exactly); the resamples' and
-alternatives' coefficients too. Prints the number of models, the differences, and exits 1 on any.
+the terms, the coefficients (to 1e-12 relative) and every statistic (exactly); the resamples' coefficients too. Prints the number of models, the differences, and exits 1 on any.
 """
 
 from __future__ import annotations
@@ -110,15 +109,15 @@ def compare(ref: dict, new: dict) -> tuple[int, list[str]]:
                     diffs.append(f"{where}: {a and a['text']} vs {b and b['text']}")
                 continue
             for key in ("text", "terms", "lead", "runner_up", "processes", "reciprocal", "scatter_relative",
-                        "alternative_weights", "values", "points"):
+                        "extrapolation", "values", "points"):
                 if a[key] != b[key]:
                     diffs.append(f"{where}: {key} {a[key]} vs {b[key]}")
             for key in STATISTICS:
                 if a[key] != b[key]:
                     diffs.append(f"{where}: {key} {a[key]!r} vs {b[key]!r}")
-            pairs = [(a, b)] + list(zip(a["bootstrap"], b["bootstrap"])) + list(zip(a["alternatives"], b["alternatives"]))
-            if len(a["bootstrap"]) != len(b["bootstrap"]) or len(a["alternatives"]) != len(b["alternatives"]):
-                diffs.append(f"{where}: resamples or alternatives differ in number")
+            pairs = [(a, b)] + list(zip(a["bootstrap"], b["bootstrap"]))
+            if len(a["bootstrap"]) != len(b["bootstrap"]):
+                diffs.append(f"{where}: resamples differ in number")
             for u, v in pairs:
                 if u["terms"] != v["terms"] or len(u["coefficients"]) != len(v["coefficients"]):
                     diffs.append(f"{where}: terms {u['terms']} vs {v['terms']}")

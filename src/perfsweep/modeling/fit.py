@@ -1034,34 +1034,48 @@ class _Fit:
         parameter is added while one halves the residual, then terms are dropped while the fit stays
         exact; the result replaces the model only if it fits exactly."""
         singles = self.single_parameter_terms()
+        single_values = np.array([t.values(self.x) for t in singles])  # (terms, points)
         for r, model in enumerate(out):
             if model is None or self.noise[r] > 1e-24:  # (identical repetitions: rounding, 1e-32)
                 continue
             sw = np.sqrt(self.w[r])
             b = self.y[r] * sw
             exact, near = 1e-24 * np.sum(b * b), 1e-8 * np.sum(b * b)
-            # every term's values times sw computed once per set (the same bits as each time)
-            lsq = partial(_lstsq, self.x, sw=sw, b=b, scaled={})
             terms = list(model.terms)
-            rss = lsq(terms)[1]
+            rss = _lstsq(self.x, terms, sw, b)[1]
             if not exact < rss < near:
                 continue
+            # every term's values times sw computed once per set (the same bits as each time)
+            single_scaled = single_values * sw
+            scaled = {id(t): (t, v) for t, v in zip(singles, single_scaled)}
+            scaled.update({id(t): (t, t.values(self.x) * sw) for t in terms})
+            lsq = partial(_lstsq, self.x, sw=sw, b=b, scaled=scaled)
+
+            def best_in_slot(terms: list[Term], j: int) -> tuple[float, int]:
+                """The least RSS with ``terms[j]`` (j == len(terms): a term added) replaced by each single
+                term, all at once (:func:`_lstsq_stack`), among those the options allow; and its term."""
+                cols = [sw] + [scaled[id(t)][1] for t in terms] + [sw] * (j == len(terms))
+                a = np.repeat(np.column_stack(cols)[None], len(singles), axis=0)
+                a[:, :, j + 1] = single_scaled  # (column 0: the constant's)
+                coef, rss = _lstsq_stack(a, b)
+                if self.opts.positive:
+                    rss = np.where(np.all(coef[:, 1:] > 0, axis=1), rss, np.inf)
+                k = int(np.argmin(rss))
+                return float(rss[k]), k
+
             for _ in range(self.q):
                 if len(terms) + 2 >= self.n or rss <= exact:
                     break
-                tries = [(t, lsq([*terms, t])) for t in singles]
-                tries = [(fit[1], t) for t, fit in tries if not self.opts.positive or np.all(fit[0][1:] > 0)]
-                if not tries or min(tries, key=lambda v: v[0])[0] > 0.5 * rss:
+                rss_t, k = best_in_slot(terms, len(terms))
+                if rss_t > 0.5 * rss:  # (inf: no term the options allow)
                     break
-                rss, t = min(tries, key=lambda v: v[0])
-                terms.append(t)
+                rss = rss_t
+                terms.append(singles[k])
             for _ in range(2):  # the added terms again, each given the others (greedy picks the first
                 for j in range(len(model.terms), len(terms)):  # against the residual of all)
-                    for t in singles:
-                        trial = terms[:j] + [t] + terms[j + 1:]
-                        coef, rss_t = lsq(trial)
-                        if rss_t < rss and (not self.opts.positive or np.all(coef[1:] > 0)):
-                            terms, rss = trial, rss_t
+                    rss_t, k = best_in_slot(terms, j)
+                    if rss_t < rss:
+                        terms, rss = terms[:j] + [singles[k]] + terms[j + 1:], rss_t
                 if rss <= exact:
                     break
             while len(terms) > 1:
@@ -1228,6 +1242,17 @@ class _Entries:
         return _Entries(np.concatenate([p.row for p in parts]), np.concatenate([pad(p.term, -1) for p in parts]),
                         np.concatenate([pad(p.param, -1) for p in parts]), np.concatenate([pad(p.sel, 0) for p in parts]),
                         np.concatenate([p.score for p in parts]))
+
+
+def _lstsq_stack(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """What ``np.linalg.lstsq(a[i], b, rcond=None)`` solves for every matrix of a stack ``a`` (B, n, k),
+    in one call: the minimum-norm least-squares solution by SVD, singular values below eps * max(n, k)
+    times the largest taken as zero. Coefficients (B, k) and RSS (B,)."""
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    keep = s > np.finfo(float).eps * max(a.shape[1:]) * s[:, :1]
+    inv = np.divide(1.0, s, out=np.zeros_like(s), where=keep)
+    coef = np.einsum("bji,bj->bi", vt, inv * np.einsum("bnj,n->bj", u, b))
+    return coef, np.sum((np.einsum("bnk,bk->bn", a, coef) - b) ** 2, axis=1)
 
 
 def _lstsq(x: np.ndarray, terms: list[Term], sw: np.ndarray, b: np.ndarray,

@@ -69,6 +69,10 @@ def test_study_fixed_overrides_defaults_and_keeps_vary_order():
         (["app", "args", "temperature"], "hot", "x.yaml: app.args.temperature: 'hot' is not a finite number"),
         (["app", "args", "release-memory"], 1, "x.yaml: app.args.release-memory: 1 is not true or false"),
         (["app", "args", "report"], "r.json", "x.yaml: app.args.report: unknown option 'report' of app ljmd"),
+        (["app", "args", "slow-region"], "forces=0.8", "x.yaml: app.args.slow-region: --slow-region forces=0.8: "
+                                                       "give REGION=FACTOR with REGION one of neighbours"),
+        (["app", "args", "slow-region"], "force=1.2", "x.yaml: app.args.slow-region: --slow-region force=1.2: "),
+        (["app", "args", "all-pairs"], "all", "x.yaml: app.args.all-pairs: 'all' is not one of neighbours, forces"),
     ],
 )
 def test_bad_config_gives_one_line_naming_file_field_value(path, value, expected):

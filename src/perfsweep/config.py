@@ -456,6 +456,10 @@ def _check_args(source: str, where: str, app: dict[str, Any]) -> None:
             if not isinstance(value, str) or not value.strip() or (spec.choices and value not in spec.choices):
                 raise ConfigError(source, f"{where}.{name}", f"{value!r} is not " + (
                     f"one of {', '.join(spec.choices)}" if spec.choices else "a text") + f" ({spec.meaning})")
+            try:
+                spec.check(value)
+            except ValueError as exc:
+                raise ConfigError(source, f"{where}.{name}", str(exc)) from None
         else:
             _check_value(source, f"{where}.{name}", name, value, spec)
 

@@ -134,6 +134,11 @@ def slowdown(p: Params) -> tuple[str, float]:
     return _slowdown(p.slow_region)
 
 
+def check_slow_region(spec: str) -> None:
+    """Config-time check of the option slow-region (app: args:): raises ParamError like the app would."""
+    _slowdown(spec)
+
+
 @functools.lru_cache(maxsize=None)  # asked at every call of every timed region: parsed once
 def _slowdown(spec: str) -> tuple[str, float]:
     if not spec:

@@ -16,6 +16,12 @@ class ParamSpec:
     exclusive: bool  # minimum itself not allowed
     meaning: str
     choices: tuple[str, ...] = ()  # the values a str option may take (any if empty)
+    checker: str | None = None  # "module:function" raising ValueError for a value of a str option it refuses
+
+    def check(self, value: str) -> None:
+        if self.checker:
+            module, func = self.checker.split(":")
+            getattr(importlib.import_module(module), func)(value)
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,8 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "release-memory": ParamSpec(bool, 0, False, "leave glibc's malloc thresholds at their defaults"),
             "out-dir": ParamSpec(str, 0, False, "where rank 0 writes trajectory and energies"),
             # a known change, so that a sweep "after" can be compared with one "before" (perfsweep compare)
-            "slow-region": ParamSpec(str, 0, False, "stretch a per-step region's time: REGION=FACTOR, e.g. forces=1.2"),
+            "slow-region": ParamSpec(str, 0, False, "stretch a per-step region's time: REGION=FACTOR, e.g. forces=1.2",
+                                     checker="perfsweep.apps.ljmd:check_slow_region"),
             "all-pairs": ParamSpec(str, 0, False, "an extra all-pairs pass (cost like n^2) in a region",
                                    ("neighbours", "forces", "integrate")),
         },

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 from extrap_reference import DATA, REFERENCE, extrap_reference, inputs
 from perfsweep.errors import ExtrapFormatError
-from perfsweep.modeling.cube_io import read_cube_dir
+from perfsweep.cube import read_cube_dir
 from perfsweep.modeling.extrap_io import read_extrap
 
 FILES = json.loads(REFERENCE.read_text())["files"]

@@ -150,7 +150,7 @@ def test_sweep_models_every_call_path(tmp_path):
 def test_ranks_and_threads_of_a_profile():
     """Extra-P's threaded example: 2 processes x 2 threads; per rank, time is the maximum over its
     threads and visits the sum."""
-    from perfsweep.modeling.cube_io import profile_regions, read_profile
+    from perfsweep.cube import profile_regions, read_profile
 
     path = REPO / "tests" / "data" / "extrap" / "cubeset" / "simple_threaded" / "example.f1" / "cube-example1.cubex"
     values, ranks, _ = read_profile(path)

@@ -93,7 +93,7 @@ def add_profile(record: dict[str, Any], profile: str | None, started: float) -> 
     report if there is one) and ``record["profile"]``. Raises ValueError/OSError for a bad profile."""
     if not profile:
         return
-    from perfsweep.modeling.cube_io import profile_regions  # heavy (pandas, numpy): the runner, which
+    from perfsweep.cube import profile_regions  # heavy (pandas, numpy): the runner, which
     # imports this module for every run, needs it only for a run with a Score-P profile
 
     path = cubex_file(profile)

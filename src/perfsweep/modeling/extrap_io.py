@@ -1,5 +1,5 @@
 """Extra-P's input formats: export any measurement set, import every text, JSON and JSON Lines file
-that Extra-P 4.2.5 reads, and Score-P CUBE experiment directories (see :mod:`perfsweep.modeling.cube_io`).
+that Extra-P 4.2.5 reads, and Score-P CUBE experiment directories (see :mod:`perfsweep.cube`).
 
 The common currency is a tidy frame with one row per repetition: the parameter columns, ``region``,
 ``metric``, ``repetition`` and ``value``::
@@ -39,8 +39,8 @@ from typing import Any, Iterable
 import pandas as pd
 
 from perfsweep.errors import ExtrapFormatError
-from perfsweep.modeling.cube_io import read_cube_dir
-from perfsweep.modeling.tidy import COLUMNS, PathLike
+from perfsweep.cube import read_cube_dir
+from perfsweep.tidy import COLUMNS, PathLike
 
 
 def _number(value: Any, where: str, what: str = "value") -> float:

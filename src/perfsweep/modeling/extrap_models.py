@@ -24,7 +24,7 @@ import pandas as pd
 from perfsweep.errors import ExtrapFormatError, ModelingError, UserError
 from perfsweep.modeling.extrap_io import read_extrap
 from perfsweep.modeling.fit import FitOptions, fit_models
-from perfsweep.modeling.tidy import PathLike
+from perfsweep.tidy import PathLike
 from perfsweep.tables import to_markdown, write_table
 
 

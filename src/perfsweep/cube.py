@@ -2,7 +2,7 @@
 
 Two uses::
 
-    from perfsweep.modeling.cube_io import read_cube_dir, profile_regions
+    from perfsweep.cube import read_cube_dir, profile_regions
     df, params = read_cube_dir("mm_cube_1p")      # an Extra-P CUBE experiment directory -> tidy frame
     ranks = profile_regions("scorep-run/profile.cubex")   # one run's profile -> per-rank regions
 
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from perfsweep.errors import ExtrapFormatError
-from perfsweep.modeling.tidy import COLUMNS, PathLike
+from perfsweep.tidy import COLUMNS, PathLike
 
 
 def _callpaths(roots) -> dict[int, str]:

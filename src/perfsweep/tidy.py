@@ -1,4 +1,4 @@
-"""The tidy frame every reader of measurements returns (perfsweep.modeling.extrap_io, cube_io): one row
+"""The tidy frame every reader of measurements returns (perfsweep.modeling.extrap_io, perfsweep.cube): one row
 per point, region, metric and repetition, the parameters in columns of their own before COLUMNS."""
 
 import os

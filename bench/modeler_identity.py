@@ -9,7 +9,8 @@ Both trees model the same inputs, each in its own process (the other revision's 
 (seed 2027), and batches that take the other paths: missing and single repetitions, zeros, negative
 values, all zeros (also alone), unusable sets (None and a warning), unweighted fits, negative exponents, and
 resamples (``bootstrap``: consensus, scatter, the resamples' models). Compared per model: the text,
-the terms, the coefficients (to 1e-12 relative) and every statistic (exactly); the resamples' coefficients too. Prints the number of models, the differences, and exits 1 on any.
+the terms, the coefficients (to 1e-12 relative) and every statistic (exactly); the resamples'
+coefficients too. Prints the number of models, the differences, and exits 1 on any.
 """
 
 from __future__ import annotations

@@ -1030,7 +1030,7 @@ class _Fit:
         """Noise-free data that a model fits to within 1e-8 but not exactly: a term that changes the
         values by 1e-6 beside one a million times larger (b^(1/4) beside c^3 log2(c) at c = 500) is
         below what the normal equations resolve (and a term of that size may be spurious). There,
-        by orthogonal least squares (QR, 1e-16 accurate), up to one single-parameter term per
+        by orthogonal least squares (SVD, 1e-16 accurate), up to one single-parameter term per
         parameter is added while one halves the residual, then terms are dropped while the fit stays
         exact; the result replaces the model only if it fits exactly."""
         singles = self.single_parameter_terms()

@@ -129,18 +129,10 @@ _owed: dict[str, float] = {}  # the time a slowed region still owes (s): slept o
 SLEEP_AT_LEAST = 0.002
 
 
-def slowdown(p: Params) -> tuple[str, float]:
-    """``--slow-region forces=1.2`` as (region, factor); ("", 1.0) without one. Raises ParamError."""
-    return _slowdown(p.slow_region)
-
-
-def check_slow_region(spec: str) -> None:
-    """Config-time check of the option slow-region (app: args:): raises ParamError like the app would."""
-    _slowdown(spec)
-
-
 @functools.lru_cache(maxsize=None)  # asked at every call of every timed region: parsed once
-def _slowdown(spec: str) -> tuple[str, float]:
+def parse_slow_region(spec: str) -> tuple[str, float]:
+    """``--slow-region forces=1.2`` as (region, factor); ("", 1.0) without one. Raises ParamError (also
+    the config's check of the option, apps.registry)."""
     if not spec:
         return "", 1.0
     name, _, factor = spec.partition("=")
@@ -163,7 +155,7 @@ def changed_region(timer: RankTimer, p: Params, name: str, x: np.ndarray | None 
     run losing more of the cores than the run beside it), and the extra all-pairs
     pass of ``--all-pairs`` in every ALL_PAIRS_EVERY-th call (each molecule of ``block`` against every
     molecule of ``x``: a cost growing like n^2 / p where the region's own grows like n / p)."""
-    region, factor = slowdown(p)
+    region, factor = parse_slow_region(p.slow_region)
     with timer.region(name):
         start = time.perf_counter()
         yield
@@ -207,7 +199,7 @@ def validate(p: Params) -> None:
         )
     if p.start not in STARTS:
         raise ParamError(f"--start {p.start}: one of {', '.join(STARTS)}")
-    slowdown(p)
+    parse_slow_region(p.slow_region)
     if p.all_pairs and p.all_pairs not in CHANGEABLE:
         raise ParamError(f"--all-pairs {p.all_pairs}: one of {', '.join(CHANGEABLE)}")
     if p.steps < 1 or p.dt <= 0 or p.threads < 1 or p.io_every < 1 or p.warmup < 0:

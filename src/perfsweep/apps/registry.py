@@ -19,9 +19,7 @@ class ParamSpec:
     checker: str | None = None  # "module:function" raising ValueError for a value of a str option it refuses
 
     def check(self, value: str) -> None:
-        if self.checker:
-            module, func = self.checker.split(":")
-            getattr(importlib.import_module(module), func)(value)
+        _call(self.checker, value)
 
 
 @dataclass(frozen=True)
@@ -32,9 +30,14 @@ class BuiltinApp:
     options: dict[str, ParamSpec] = field(default_factory=dict)  # app: args: (fixed; a bool is a flag)
 
     def check(self, params: dict) -> None:
-        if self.checker:
-            module, func = self.checker.split(":")
-            getattr(importlib.import_module(module), func)(params)
+        _call(self.checker, params)
+
+
+def _call(checker: str | None, value) -> None:
+    """Call a checker named "module:function" (none: nothing to check) with ``value``."""
+    if checker:
+        module, func = checker.split(":")
+        getattr(importlib.import_module(module), func)(value)
 
 
 PROCESSES = ParamSpec(int, 1, False, "number of MPI processes")
@@ -76,7 +79,7 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "out-dir": ParamSpec(str, 0, False, "where rank 0 writes trajectory and energies"),
             # a known change, so that a sweep "after" can be compared with one "before" (perfsweep compare)
             "slow-region": ParamSpec(str, 0, False, "stretch a per-step region's time: REGION=FACTOR, e.g. forces=1.2",
-                                     checker="perfsweep.apps.ljmd:check_slow_region"),
+                                     checker="perfsweep.apps.ljmd:parse_slow_region"),
             "all-pairs": ParamSpec(str, 0, False, "an extra all-pairs pass (cost like n^2) in a region",
                                    ("neighbours", "forces", "integrate")),
         },

@@ -136,8 +136,10 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
         x = sel[varied].to_numpy(float)
         todo.setdefault(x.tobytes(), []).append((row, sel, y))
     models, preds = [], []
-    batches = [(x, group, assumed, note) for whole in todo.values() for x in [whole[0][1][varied].to_numpy(float)]
-               for group, assumed, note in _forms_in_p(x, whole, varied, processes, few)]
+    batches = []
+    for whole in todo.values():
+        x = whole[0][1][varied].to_numpy(float)
+        batches += [(x, *entry) for entry in _forms_in_p(x, whole, varied, processes, few)]
     for x, group, assumed, note in batches:
         try:
             fitted = _fit_group(x, group, varied, replace(options, assumed=assumed) if assumed else options)

@@ -19,7 +19,6 @@ import copy
 import itertools
 import math
 import re
-import string
 from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +27,8 @@ from typing import Any, Iterable
 import jsonschema
 import yaml
 
-from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, PROCESSES, RUN_METRICS, ParamSpec
-from perfsweep.apps.scorep import template_error
+from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, ParamSpec
+from perfsweep.config_fields import DEFAULT_SPEC, app_parameters, check_template, check_value, safe_name
 from perfsweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.errors import ConfigError, DuplicateKey
 from perfsweep.values import Configuration, format_value
@@ -152,37 +151,13 @@ def _copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _check_value(source: str, where: str, name: str, value: Any, spec: ParamSpec) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(source, where, f"{value!r} is not a finite number ({spec.meaning})")
-    if spec.kind is int and not float(value).is_integer():
-        raise ConfigError(source, where, f"{value!r} is not a whole number ({spec.meaning})")
-    if value < spec.minimum or (spec.exclusive and value == spec.minimum):
-        op = ">" if spec.exclusive else ">="
-        raise ConfigError(source, where, f"{value!r} is not {op} {format_value(spec.minimum)} ({spec.meaning})")
-
-
 def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepConfig:
     """Validate a config mapping (schema, then meaning) and return the expanded sweep."""
     if not isinstance(data, dict) or not data:
         raise ConfigError(source, "", "empty or not a mapping of keys (see config/config.yaml for an example)")
     data = _copy(data)
     _check_keys(source, data, [])
-    schema = _schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors)
-        where = _path_text(err.absolute_path) or "(top level)"
-        msg = err.message
-        if err.validator == "additionalProperties" and err.absolute_path:
-            msg = err.message.replace("Additional properties are not allowed", "unknown key(s)")
-        elif err.validator == "additionalProperties":
-            msg = err.message.replace("Additional properties are not allowed", "unknown top-level key(s)")
-        elif err.validator == "oneOf":
-            msg = "give either name (a built-in app) or command (your own app), not both or neither"
-        raise ConfigError(source, where, msg)
-    _fill_defaults(data, schema)
+    _check_schema(source, data)
 
     procs = data["processes"]
     if not procs.isidentifier():
@@ -191,87 +166,13 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         raise ConfigError(source, "timeout", f"{data['timeout']!r} is not a finite number of seconds")
     if not math.isfinite(data["variability"]["cv_threshold"]):
         raise ConfigError(source, "variability.cv_threshold", f"{data['variability']['cv_threshold']!r} is not finite")
-    default_spec = ParamSpec(float, -math.inf, False, "parameter value")
-    app, parameters, specs = _app_parameters(source, "", data["app"], data["parameters"], procs, default_spec)
+    app, parameters, specs = app_parameters(source, "", data["app"], data["parameters"], procs)
 
     _check_size(source, data)
     _check_paths(source, data)
-    studies = []
-    for sname, sdef in data["studies"].items():
-        base = f"studies.{sname}"
-        if not _safe_name(sname):
-            raise ConfigError(source, base, f"study name {sname!r} may only use letters, digits, '-' and '_'")
-        s_app, s_params, s_specs = app, parameters, specs
-        if "app" in sdef or "parameters" in sdef:
-            if "app" in sdef and "parameters" not in sdef:
-                raise ConfigError(source, base, "a study with its own app needs its own parameters: too")
-            s_app, s_params, s_specs = _app_parameters(source, f"{base}.", sdef.get("app", app),
-                                                       sdef["parameters"], procs, default_spec)
-        if not sdef["vary"]:
-            raise ConfigError(source, f"{base}.vary", "empty grid: a study must vary at least one parameter")
-        for part in ("vary", "fixed"):
-            for pname in sdef.get(part, {}):
-                if pname not in s_params:
-                    raise ConfigError(
-                        source, f"{base}.{part}.{pname}",
-                        f"unknown parameter {pname!r} (known: {', '.join(s_params)})",
-                    )
-        for pname, values in sdef["vary"].items():
-            where = f"{base}.vary.{pname}"
-            if len(values) < 2:
-                raise ConfigError(source, where, f"{values!r}: a varied parameter needs at least 2 values")
-            if len(set(values)) != len(values):
-                raise ConfigError(source, where, f"{values!r}: values repeat")
-            for i, v in enumerate(values):
-                _check_value(source, f"{where}[{i}]", pname, v, s_specs.get(pname, default_spec))
-            if pname in sdef.get("fixed", {}):
-                raise ConfigError(source, f"{base}.fixed.{pname}", "parameter is both varied and fixed")
-        for pname, v in sdef.get("fixed", {}).items():
-            _check_value(source, f"{base}.fixed.{pname}", pname, v, s_specs.get(pname, default_spec))
-        fixed = {k: v for k, v in s_params.items() if k not in sdef["vary"]}
-        fixed.update(sdef.get("fixed", {}))
-        design = parse_design(sdef.get("design", data["design"]), source,
-                              f"{base}.design" if "design" in sdef else "design", sdef["vary"])
-        if "name" in s_app:
-            builtin = BUILTIN_APPS[s_app["name"]]
-            # every point a design may measure (adaptive rounds may add any point of the grid)
-            checked = Study(sname, dict(sdef["vary"]), fixed, 1, design=design if design.kind == "sparse" else Design())
-            for cfg in checked.configurations():
-                try:
-                    builtin.check(cfg.params)
-                except ValueError as exc:
-                    raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
-        where = f"{base}.repetitions" if "repetitions" in sdef else "repetitions"
-        k_min, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
-        bare = Study(sname, {k: list(v) for k, v in sdef["vary"].items()}, fixed, k_min, app=s_app)
-        validation, k_validation = _validation(source, f"{base}.validate", sdef.get("validate"), bare,
-                                               s_specs, default_spec)
-        studies.append(
-            Study(
-                name=sname,
-                vary={k: list(v) for k, v in sdef["vary"].items()},
-                fixed=fixed,
-                repetitions=k_min,
-                max_repetitions=k_max,
-                until=until,
-                scaling=sdef.get("scaling", "auto"),
-                description=sdef.get("description", ""),
-                app=s_app,
-                processes=procs,
-                design=design,
-                validation=validation,
-                validation_repetitions=k_validation,
-            )
-        )
-
-    names = {*parameters, *(n for st in studies for n in st.fixed), *(n for st in studies for n in st.vary)}
-    p = PROCESS_COUNT  # the launcher's placeholder of the process count, whatever the parameter's name
-    _check_template(source, "launcher", data["launcher"], ["mpiexec", p, *sorted(names - {p})])
-    launched = any("name" in st.app or "{launcher}" in st.app.get("command", "") for st in studies)
-    if "{" + p + "}" not in data["launcher"] and "{" + procs + "}" not in data["launcher"] and launched:
-        raise ConfigError(source, "launcher", f"{data['launcher']!r} does not contain {{{procs}}}: every run "
-                                              "would start the same number of processes")
-
+    studies = [_study(source, sname, sdef, data, (app, parameters, specs))
+               for sname, sdef in data["studies"].items()]
+    _check_launcher(source, data["launcher"], parameters, studies, procs)
     _check_modeling(source, data["modeling"], sorted({*parameters, *(n for st in studies for n in st.vary)}))
     threads = data["cluster"]["cpus_per_task"]
     if isinstance(threads, str) and threads not in parameters:
@@ -298,8 +199,117 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     )
 
 
-def _validation(source: str, where: str, value: Any, study: Study, specs: dict[str, ParamSpec],
-                default_spec: ParamSpec) -> tuple[tuple[Configuration, ...], int]:
+def _check_schema(source: str, data: dict[str, Any]) -> None:
+    """The config against the JSON schema (the best-matching error as one line), then its defaults filled in."""
+    schema = _schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(data), key=lambda e: (len(e.absolute_path), e.message))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        where = _path_text(err.absolute_path) or "(top level)"
+        msg = err.message
+        if err.validator == "additionalProperties" and err.absolute_path:
+            msg = err.message.replace("Additional properties are not allowed", "unknown key(s)")
+        elif err.validator == "additionalProperties":
+            msg = err.message.replace("Additional properties are not allowed", "unknown top-level key(s)")
+        elif err.validator == "oneOf":
+            msg = "give either name (a built-in app) or command (your own app), not both or neither"
+        raise ConfigError(source, where, msg)
+    _fill_defaults(data, schema)
+
+
+def _study(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any], top: tuple) -> Study:
+    """One study of the config, checked; ``top`` is the config's (app, parameters, specs)."""
+    base = f"studies.{sname}"
+    if not safe_name(sname):
+        raise ConfigError(source, base, f"study name {sname!r} may only use letters, digits, '-' and '_'")
+    app, params, specs = top
+    procs = data["processes"]
+    if "app" in sdef or "parameters" in sdef:
+        if "app" in sdef and "parameters" not in sdef:
+            raise ConfigError(source, base, "a study with its own app needs its own parameters: too")
+        app, params, specs = app_parameters(source, f"{base}.", sdef.get("app", app), sdef["parameters"], procs)
+    _check_grid(source, base, sdef, params, specs)
+    fixed = {k: v for k, v in params.items() if k not in sdef["vary"]}
+    fixed.update(sdef.get("fixed", {}))
+    design = parse_design(sdef.get("design", data["design"]), source,
+                          f"{base}.design" if "design" in sdef else "design", sdef["vary"])
+    if "name" in app:
+        _check_builtin(source, base, Study(sname, dict(sdef["vary"]), fixed, 1,
+                                           design=design if design.kind == "sparse" else Design()), app)
+    where = f"{base}.repetitions" if "repetitions" in sdef else "repetitions"
+    k_min, k_max, until = _repetitions(source, where, sdef.get("repetitions", data["repetitions"]), data)
+    bare = Study(sname, {k: list(v) for k, v in sdef["vary"].items()}, fixed, k_min, app=app)
+    validation, k_validation = _validation(source, f"{base}.validate", sdef.get("validate"), bare, specs)
+    return Study(
+        name=sname,
+        vary={k: list(v) for k, v in sdef["vary"].items()},
+        fixed=fixed,
+        repetitions=k_min,
+        max_repetitions=k_max,
+        until=until,
+        scaling=sdef.get("scaling", "auto"),
+        description=sdef.get("description", ""),
+        app=app,
+        processes=procs,
+        design=design,
+        validation=validation,
+        validation_repetitions=k_validation,
+    )
+
+
+def _check_grid(source: str, base: str, sdef: dict[str, Any], params: dict[str, Any],
+                specs: dict[str, ParamSpec]) -> None:
+    """A study's vary: and fixed: name known parameters, vary at least two distinct values each, and
+    every value is one the parameter takes."""
+    if not sdef["vary"]:
+        raise ConfigError(source, f"{base}.vary", "empty grid: a study must vary at least one parameter")
+    for part in ("vary", "fixed"):
+        for pname in sdef.get(part, {}):
+            if pname not in params:
+                raise ConfigError(
+                    source, f"{base}.{part}.{pname}",
+                    f"unknown parameter {pname!r} (known: {', '.join(params)})",
+                )
+    for pname, values in sdef["vary"].items():
+        where = f"{base}.vary.{pname}"
+        if len(values) < 2:
+            raise ConfigError(source, where, f"{values!r}: a varied parameter needs at least 2 values")
+        if len(set(values)) != len(values):
+            raise ConfigError(source, where, f"{values!r}: values repeat")
+        for i, v in enumerate(values):
+            check_value(source, f"{where}[{i}]", pname, v, specs.get(pname, DEFAULT_SPEC))
+        if pname in sdef.get("fixed", {}):
+            raise ConfigError(source, f"{base}.fixed.{pname}", "parameter is both varied and fixed")
+    for pname, v in sdef.get("fixed", {}).items():
+        check_value(source, f"{base}.fixed.{pname}", pname, v, specs.get(pname, DEFAULT_SPEC))
+
+
+def _check_builtin(source: str, base: str, checked: Study, app: dict[str, Any]) -> None:
+    """Every point a design may measure (adaptive rounds may add any point of the grid) is one the
+    built-in app can run."""
+    builtin = BUILTIN_APPS[app["name"]]
+    for cfg in checked.configurations():
+        try:
+            builtin.check(cfg.params)
+        except ValueError as exc:
+            raise ConfigError(source, f"{base}", f"configuration {cfg.config_id}: {exc}") from None
+
+
+def _check_launcher(source: str, launcher: str, parameters: dict[str, Any], studies: list[Study],
+                    procs: str) -> None:
+    """The launcher template names only known placeholders, and the process count where an app is launched."""
+    names = {*parameters, *(n for st in studies for n in st.fixed), *(n for st in studies for n in st.vary)}
+    p = PROCESS_COUNT  # the launcher's placeholder of the process count, whatever the parameter's name
+    check_template(source, "launcher", launcher, ["mpiexec", p, *sorted(names - {p})])
+    launched = any("name" in st.app or "{launcher}" in st.app.get("command", "") for st in studies)
+    if "{" + p + "}" not in launcher and "{" + procs + "}" not in launcher and launched:
+        raise ConfigError(source, "launcher", f"{launcher!r} does not contain {{{procs}}}: every run "
+                                              "would start the same number of processes")
+
+
+def _validation(source: str, where: str, value: Any, study: Study,
+                specs: dict[str, ParamSpec]) -> tuple[tuple[Configuration, ...], int]:
     """A study's validation points (config key validate:, a list of points or {points, repetitions})
     and their repetitions: every point gives a value for every varied parameter and none other, a
     value valid for the app, and is not a point of the grid."""
@@ -320,7 +330,7 @@ def _validation(source: str, where: str, value: Any, study: Study, specs: dict[s
             raise ConfigError(source, at, f"{point!r} gives no value for {', '.join(missing)} (a point gives every "
                                           f"varied parameter: {', '.join(study.vary)})")
         for name in study.vary:
-            _check_value(source, f"{at}.{name}", name, point[name], specs.get(name, default_spec))
+            check_value(source, f"{at}.{name}", name, point[name], specs.get(name, DEFAULT_SPEC))
         cfg = study.point({name: point[name] for name in study.vary}, validation=True)
         if cfg.config_id in grid:
             raise ConfigError(source, at, f"{cfg.config_id} is a point of the study's grid (vary:); a validation "
@@ -388,111 +398,9 @@ def _repetitions(source: str, where: str, value: Any, data: dict[str, Any]) -> t
     return k, k_max, until
 
 
-def _app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: dict[str, Any], procs: str,
-                    default_spec: ParamSpec) -> tuple[dict[str, Any], dict[str, Any], dict[str, ParamSpec]]:
-    """Check an app's parameters (names, values); returns (app, parameters with p, value specs)."""
-    parameters = dict(parameters)
-    specs: dict[str, ParamSpec] = {}
-    for key in ("time_pattern", "patterns", "timings_json") if "name" in app else ("args",):
-        if key in app:
-            raise ConfigError(source, f"{prefix}app.{key}", f"{app[key]!r}: only for your own app (command)"
-                              if key != "args" else f"{app[key]!r}: only for a built-in app; put options into command")
-    if "name" in app:
-        specs = dict(BUILTIN_APPS[app["name"]].params)
-        for name in parameters:
-            if name != procs and name not in specs:
-                raise ConfigError(
-                    source, f"{prefix}parameters.{name}",
-                    f"unknown parameter {name!r} for app {app['name']} (known: {', '.join([*specs, procs])})",
-                )
-        for name in specs:
-            if name not in parameters:
-                raise ConfigError(source, f"{prefix}parameters", f"missing parameter {name!r} of app {app['name']}")
-        _check_args(source, f"{prefix}app.args", app)
-    parameters.setdefault(procs, 1)
-    specs[procs] = PROCESSES
-    for name, value in parameters.items():
-        _check_value(source, f"{prefix}parameters.{name}", name, value, specs.get(name, default_spec))
-    if "profile" in app:
-        problem = ("only for your own app (command:)" if "name" in app
-                   else template_error(app["profile"], list(parameters)))
-        if problem:
-            raise ConfigError(source, f"{prefix}app.profile", problem)
-    if "command" in app:
-        _check_template(source, f"{prefix}app.command", app["command"], [*parameters, "launcher"])
-        used = {f for _, f, _, _ in string.Formatter().parse(app["command"]) if f is not None}  # {n}, {n:>5}
-        for name in parameters:
-            if name != procs and name not in used:
-                raise ConfigError(source, f"{prefix}app.command", f"parameter {name!r} does not appear as {{{name}}}")
-        if "timings_json" in app:
-            _check_template(source, f"{prefix}app.timings_json", app["timings_json"], list(parameters))
-        for key, pattern in [("time_pattern", app.get("time_pattern")), *(
-                (f"patterns.{k}", v) for k, v in (app.get("patterns") or {}).items())]:
-            if pattern is not None:
-                _check_regex(source, f"{prefix}app.{key}", pattern)
-        for name in app.get("patterns") or {}:
-            if name in RUN_METRICS or not _safe_name(name):
-                raise ConfigError(source, f"{prefix}app.patterns.{name}",
-                                  f"{name!r} cannot name a metric (reserved: {', '.join(RUN_METRICS)}; "
-                                  "use letters, digits, '-' and '_')")
-    return app, parameters, specs
-
-
-def _check_args(source: str, where: str, app: dict[str, Any]) -> None:
-    """A built-in app's fixed options (app: args:) are ones it knows, with values of their kind."""
-    builtin = BUILTIN_APPS[app["name"]]
-    for name, value in (app.get("args") or {}).items():
-        spec = builtin.options.get(name)
-        if name in builtin.params:
-            raise ConfigError(source, f"{where}.{name}", f"{name!r} is a parameter of app {app['name']}: give it "
-                                                         "under parameters: or vary it in a study, not in args")
-        if spec is None:
-            raise ConfigError(source, f"{where}.{name}", f"unknown option {name!r} of app {app['name']} (known: "
-                                                         f"{', '.join(builtin.options)})")
-        if spec.kind is bool:
-            if not isinstance(value, bool):
-                raise ConfigError(source, f"{where}.{name}", f"{value!r} is not true or false ({spec.meaning})")
-        elif spec.kind is str:
-            if not isinstance(value, str) or not value.strip() or (spec.choices and value not in spec.choices):
-                raise ConfigError(source, f"{where}.{name}", f"{value!r} is not " + (
-                    f"one of {', '.join(spec.choices)}" if spec.choices else "a text") + f" ({spec.meaning})")
-            try:
-                spec.check(value)
-            except ValueError as exc:
-                raise ConfigError(source, f"{where}.{name}", str(exc)) from None
-        else:
-            _check_value(source, f"{where}.{name}", name, value, spec)
-
-
 # A sweep larger than this is refused: planning it alone would take Snakemake minutes and gigabytes
 # (measured here: the paper's full ms2 config, 6,480 runs, plans in 10 CPU seconds with 235 MB, ~25 kB a run).
 MAX_RUNS = 100_000
-
-
-def _check_template(source: str, where: str, template: str, known: list[str]) -> None:
-    """Every {placeholder} of a str.format template must be a known name (no attribute or index)."""
-    try:
-        fields = [f for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
-    except ValueError as exc:
-        raise ConfigError(source, where, f"{template!r} is not a valid template ({exc}); write a literal"
-                                         " brace as {{ or }}") from None
-    for name in fields:
-        if name not in known:
-            raise ConfigError(source, where, f"unknown placeholder {{{name}}} in {template!r} (known: "
-                                             f"{', '.join('{' + k + '}' for k in known)}; a literal brace is {{{{ or }}}})")
-
-
-def _check_regex(source: str, where: str, pattern: str) -> None:
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(source, where, f"{pattern!r} is not a valid regular expression ({exc})") from None
-    if compiled.groups < 1:
-        raise ConfigError(source, where, f"{pattern!r} has no group: put the number in parentheses, "
-                                         r"e.g. 'time: ([0-9.eE+-]+)'")
-    if compiled.groups > 1:
-        raise ConfigError(source, where, f"{pattern!r} has {compiled.groups} groups: keep the parentheses around "
-                                         "the number and make the others non-capturing, (?:...)")
 
 
 def _check_size(source: str, data: dict[str, Any]) -> None:
@@ -544,10 +452,6 @@ def _check_paths(source: str, data: dict[str, Any]) -> None:
         if not (path.is_relative_to(cwd) or path.is_relative_to(res)):
             raise ConfigError(source, f"{where}.timings_json", f"{template!r} is outside the working directory "
                                                                f"and the results directory {results!r}")
-
-
-def _safe_name(name: str) -> bool:
-    return bool(name) and all(ch.isalnum() or ch in "-_" for ch in name)
 
 
 def load_config_file(path: str | Path) -> SweepConfig:

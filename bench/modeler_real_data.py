@@ -31,7 +31,7 @@ from perfsweep.config import REPO_ROOT
 from perfsweep.modeling import exponent_pairs, fit_models
 from perfsweep.modeling.extrap_env import run_extrap
 from perfsweep.modeling.extrap_io import read_extrap
-from perfsweep.modeling.fit import _term_values
+from perfsweep.modeling.fit_core import term_values
 from perfsweep.modeling.pipeline import UNMODELLED, repetitions
 
 DATA = REPO_ROOT / "resources" / "reference-data" / "extrap"
@@ -120,7 +120,7 @@ def best_single_term_adj_r2(x: np.ndarray, y: np.ndarray) -> float:
     parameter, any subset of the parameters), with c1 > 0; 1.0 for constant data."""
     n, q = x.shape
     pairs = exponent_pairs()
-    cols = [np.vstack([np.ones(n), _term_values(x[:, k], pairs)]) for k in range(q)]  # (P+1, N)
+    cols = [np.vstack([np.ones(n), term_values(x[:, k], pairs)]) for k in range(q)]  # (P+1, N)
     terms = cols[0]
     for c in cols[1:]:
         terms = (terms[:, None, :] * c[None, :, :]).reshape(-1, n)

@@ -384,10 +384,10 @@ def test_study_models_fit_repetitions_and_say_how_sure():
 
 def _best_single_term_adj_r2(x, y):
     """The best adjusted R^2 of c0 + c1 * t, t a product of one pair per parameter, c1 > 0."""
-    from perfsweep.modeling.fit import _term_values
+    from perfsweep.modeling.fit_core import term_values
 
     n = len(y)
-    cols = [np.vstack([np.ones(n), _term_values(x[:, k], exponent_pairs())]) for k in range(x.shape[1])]
+    cols = [np.vstack([np.ones(n), term_values(x[:, k], exponent_pairs())]) for k in range(x.shape[1])]
     terms = cols[0]
     for c in cols[1:]:
         terms = (terms[:, None, :] * c[None, :, :]).reshape(-1, n)

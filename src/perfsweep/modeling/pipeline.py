@@ -113,28 +113,10 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     over = oversubscribed_rows(agg, processes, varied)
     fit_agg = agg[~over]
     options = fit_options(processes, design, bootstrap, fit_agg[varied], varied, modeling)
-    notes = []
-    if over.any():
-        values = sorted(set(agg.loc[over, processes]))
-        notes.append(f"{processes} = {', '.join(format_value(v) for v in values)} oversubscribed (more ranks than "
-                     "cores): not fitted, measured against the model beside it")
-    few = (f"{MIN_VALUES - 1} values" + (" within the cores" if over.any() else "")
-           if processes in varied and fit_agg[processes].nunique() == MIN_VALUES - 1 else None)
-    fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
+    notes, few = _oversubscribed_notes(agg, over, processes, varied)
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
-    rows, todo = [], {}  # todo: points -> [(row, selection, repetitions)]
-    for region, metric in keys.itertuples(index=False):
-        sel = fit_agg[(fit_agg["region"] == region) & (fit_agg["metric"] == metric)]
-        row: dict[str, Any] = {"study": study, "region": region, "metric": metric,
-                               "model_name": f"{'T' if metric == 'time' else metric}({', '.join(varied)})",
-                               "varied": ", ".join(varied), "fixed": fixed_text, "n_points": len(sel)}
-        y = repetitions(sel)
-        if not len(sel) or np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
-            rows.append({**row, "model": "", "reason": f"missing or infinite values in {region}/{metric}"})
-            continue
-        x = sel[varied].to_numpy(float)
-        todo.setdefault(x.tobytes(), []).append((row, sel, y))
+    rows, todo = _measurement_sets(fit_agg, keys, study, varied, fixed)
     models, preds = [], []
     batches = []
     for whole in todo.values():
@@ -152,20 +134,77 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
             flags = notes + ([note] if note else []) + model_flags(model, row["metric"])
             at = validation.evaluate(model, checks[(checks["region"] == row["region"]) & (checks["metric"] == row["metric"])],
                                      varied, LEVEL)
-            rows.append({**row, **validation.summary(at), "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
-                         "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
-                         "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
-                         "runner_up_share": model.runner_up_share, "notes": "; ".join(flags),
-                         "oversubscribed": _slowdown(model, other, varied), "reason": ""})
+            rows.append(_table_row(row, model, at, flags, other, varied))
             models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
                            "design": design, "notes": flags,
                            "processes": model.processes, "level": LEVEL, "model": model.to_dict(),
                            "validation": validation.entries(at, varied)})
-            preds.append(_predictions(model, sel, study, row, varied, oversubscribed=False))
-            if len(other):
-                preds.append(_predictions(model, other, study, row, varied, oversubscribed=True))
-            if len(at):
-                preds.append(validation.prediction_rows(at, study, row["region"], row["metric"]))
+            preds += _all_predictions(model, sel, other, at, study, row, varied)
+    return _in_key_order(keys, rows, models, preds)
+
+
+def _oversubscribed_notes(agg: pd.DataFrame, over: pd.Series, processes: str,
+                          varied: list[str]) -> tuple[list[str], str | None]:
+    """The note every model of the study gets where configurations were oversubscribed (not fitted),
+    and why the form in p is assumed (_forms_in_p's ``few``) where that leaves MIN_VALUES - 1 values
+    of the process count (None: it is searched)."""
+    notes = []
+    if over.any():
+        values = sorted(set(agg.loc[over, processes]))
+        notes.append(f"{processes} = {', '.join(format_value(v) for v in values)} oversubscribed (more ranks than "
+                     "cores): not fitted, measured against the model beside it")
+    fit_agg = agg[~over]
+    few = (f"{MIN_VALUES - 1} values" + (" within the cores" if over.any() else "")
+           if processes in varied and fit_agg[processes].nunique() == MIN_VALUES - 1 else None)
+    return notes, few
+
+
+def _measurement_sets(fit_agg: pd.DataFrame, keys: pd.DataFrame, study: str, varied: list[str],
+                      fixed: dict[str, Any]) -> tuple[list[dict], dict]:
+    """The table rows of the (region, metric) pairs that cannot be fitted (missing or infinite
+    values), and the others by their points: points -> [(table row, selection, repetitions)]."""
+    fixed_text = ", ".join(f"{k} = {format_value(v)}" for k, v in fixed.items())
+    rows, todo = [], {}
+    for region, metric in keys.itertuples(index=False):
+        sel = fit_agg[(fit_agg["region"] == region) & (fit_agg["metric"] == metric)]
+        row: dict[str, Any] = {"study": study, "region": region, "metric": metric,
+                               "model_name": f"{'T' if metric == 'time' else metric}({', '.join(varied)})",
+                               "varied": ", ".join(varied), "fixed": fixed_text, "n_points": len(sel)}
+        y = repetitions(sel)
+        if not len(sel) or np.any(np.isinf(y)) or np.any(np.all(np.isnan(y), axis=1)):
+            rows.append({**row, "model": "", "reason": f"missing or infinite values in {region}/{metric}"})
+            continue
+        x = sel[varied].to_numpy(float)
+        todo.setdefault(x.tobytes(), []).append((row, sel, y))
+    return rows, todo
+
+
+def _table_row(row: dict, model: Model, at: pd.DataFrame, flags: list[str], other: pd.DataFrame,
+               varied: list[str]) -> dict:
+    """The models table's row of a fitted model (``at``: its validation points, ``other``: the
+    oversubscribed configurations of its region and metric)."""
+    return {**row, **validation.summary(at), "model": str(model), "latex": model.to_latex(), "adj_r2": model.adj_r2,
+            "smape": model.smape, "rss": model.rss, "cv_score": model.cv_score,
+            "lead": model.lead(), "lead_share": model.lead_share, "runner_up": model.runner_up,
+            "runner_up_share": model.runner_up_share, "notes": "; ".join(flags),
+            "oversubscribed": _slowdown(model, other, varied), "reason": ""}
+
+
+def _all_predictions(model: Model, sel: pd.DataFrame, other: pd.DataFrame, at: pd.DataFrame, study: str,
+                     row: dict, varied: list[str]) -> list[pd.DataFrame]:
+    """The model's predictions at its fitted points, its oversubscribed configurations and its
+    validation points (the frames that have rows)."""
+    preds = [_predictions(model, sel, study, row, varied, oversubscribed=False)]
+    if len(other):
+        preds.append(_predictions(model, other, study, row, varied, oversubscribed=True))
+    if len(at):
+        preds.append(validation.prediction_rows(at, study, row["region"], row["metric"]))
+    return preds
+
+
+def _in_key_order(keys: pd.DataFrame, rows: list[dict], models: list[dict],
+                  preds: list[pd.DataFrame]) -> tuple[pd.DataFrame, list[dict], pd.DataFrame]:
+    """The models table, JSON list and predictions in the aggregate's order of (region, metric)."""
     order = {key: i for i, key in enumerate(keys.itertuples(index=False, name=None))}
     rows.sort(key=lambda r: order[r["region"], r["metric"]])
     models.sort(key=lambda m: order[m["region"], m["metric"]])

@@ -1,0 +1,148 @@
+"""The resampling rounds: how sure a model's form is, and the drift between configurations.
+
+With ``FitOptions.bootstrap`` the repetitions of every point are resampled (resampled_means) and every
+resample modelled anew (resample_models); the reported model is the one the resamples agree with
+(modeling.consensus: Model.lead_share, .interval). Rounds does this in two rounds: the first resamples
+the repetitions alone; the second also moves every point's mean by the scatter that the first round's
+model leaves beyond the repetitions' noise (_scatter, _excess, at most the means' own _spread): the
+host's drift between configurations measured at different times, which one configuration's
+repetitions do not show (on the 2-core test machines the same point measured 3.48 s and 3.00 s half
+an hour apart).
+
+The resamples are modelled by a ``fitter`` the caller passes (perfsweep.modeling.fit passes
+fit_search.Search over the batch's points), so that this module needs only its two calls: models()
+and reselect(seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from perfsweep.modeling.consensus import consensus
+from perfsweep.modeling.fit_core import CHUNK, Entries
+from perfsweep.modeling.model import Model
+
+
+class Rounds:
+    """The resampling rounds of one group of measurement sets (of one weighting and sign rule)."""
+
+    def __init__(self, fitter, x, reps: list, ybar: np.ndarray, noise: np.ndarray, models: list[Model],
+                 pools: list[Entries], opts, rng, amdahl: tuple[int, ...]):
+        """``fitter(ybar, noise)``: the search over the points ``x`` of means ``ybar`` (M x N); ``reps``:
+        every set's (scaled) repetitions, N x R; ``ybar``, ``noise``: its means and noise; ``models``:
+        the search's models of them; ``pools``: per set the candidates that search reached (several
+        parameters; else empty); ``opts``: the group's FitOptions; ``amdahl``: the parameters whose
+        form is assumed with a negative exponent (consensus)."""
+        self.fitter, self.x, self.reps, self.ybar, self.noise = fitter, x, reps, ybar, noise
+        self.models, self.pools, self.opts, self.rng, self.amdahl = models, pools, opts, rng, amdahl
+        self.relative = opts.weighting == "relative"
+        self.w = [1.0 / y ** 2 if self.relative else np.ones_like(y) for y in ybar]
+
+    def chosen(self) -> list[Model]:
+        """Every set's reported model, with the scatter that widens its intervals where it has
+        resamples. The scatter a model leaves beyond the repetitions' noise (the host's drift between
+        configurations, what the form misses) is known only from a model that the resamples chose: a
+        first round over the repetitions alone, then the round that also carries that scatter."""
+        ybar, noise, relative = self.ybar, self.noise, self.relative
+        final, scatter = self.models, [None] * len(self.models)
+        if self.opts.bootstrap:
+            first = self.choose([0.0] * len(self.models), self.models)
+            scatter = [_scatter(m, ybar[j], noise[j], relative) for j, m in enumerate(first)]
+            excess = [min(_excess(s, noise[j]), _spread(ybar[j], relative)) for j, s in enumerate(scatter)]
+            final = first
+            if any(e > 0 for e in excess):
+                final, scatter = self.choose(excess, first), [None] * len(self.models)
+        for j, chosen in enumerate(final):
+            if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
+                s = scatter[j] if scatter[j] is not None else _scatter(chosen, ybar[j], noise[j], relative)
+                chosen.scatter, chosen.scatter_relative = s, relative
+        return final
+
+    def choose(self, excess: list[float], known: list[Model]) -> list[Model]:
+        """Every set's reported model (consensus) over resamples that stray by ``excess`` more; the
+        forms of ``known`` (a first round's choices) are candidates too."""
+        draws, owner = [], []
+        for j, c in enumerate(self.reps):
+            if self.opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
+                draws.append(resampled_means(c, self.opts.bootstrap, self.rng, excess[j], self.relative))
+                owner += [j] * self.opts.bootstrap
+        if not draws:
+            return self.models
+        owner_arr = np.array(owner, int)
+        means = np.concatenate(draws)
+        resampled = resample_models(self.fitter, means, self.noise[owner_arr], owner_arr, self.pools)
+        pen = self.opts.penalty * np.log(len(self.x))
+        out = []
+        for j, model in enumerate(self.models):
+            mine = np.flatnonzero(owner_arr == j)
+            out.append(consensus(model, [known[j], *(resampled[b] for b in mine)], self.x, self.ybar[j], means[mine],
+                                 self.w[j], pen, self.opts.positive, self.relative, self.amdahl))
+        return out
+
+
+def resample_models(fitter, ybar, noise, owner, pools) -> list[Model]:
+    """The models of the resamples (rows of ``ybar``; ``owner``: the set each was drawn from), by
+    ``fitter(ybar, noise)`` (Rounds). One parameter: the whole search, which is cheap. Several: the
+    search is seeded with the candidates the search of the owner's original data reached (``pools``;
+    Search.reselect): the default config's models stage took 8.3 s CPU with the whole search per
+    resample, 3.0 s so."""
+    models: list[Model] = []
+    for start in range(0, len(ybar), CHUNK):
+        fit = fitter(ybar[start:start + CHUNK], noise[start:start + CHUNK])
+        if not pools:
+            models += fit.models()
+            continue
+        parts = [replace(pools[j], row=np.full(len(pools[j].row), r)) for r, j in enumerate(owner[start:start + CHUNK])]
+        models += fit.reselect(Entries.concat(parts))
+    return models
+
+
+def resampled_means(y: np.ndarray, count: int, rng, excess: float = 0.0, relative: bool = True) -> np.ndarray:
+    """(count, N) means of the repetitions of every point drawn with replacement. The deviations
+    from the point's mean are widened by sqrt(r / (r - 1)): the plain bootstrap's variance of a mean
+    of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short);
+    with ``relative`` the widening is of the ratio to the mean (a positive value stays positive).
+    Every drawn mean then strays by ``excess`` more (a fraction of the value with ``relative``, else
+    in the values' unit), independently per point: the scatter between configurations that the
+    repetitions of one round do not show."""
+    out = np.empty((count, len(y)))
+    for n, row in enumerate(y):
+        v = row[~np.isnan(row)]
+        mean = v.mean()
+        if len(v) < 2:
+            out[:, n] = mean
+            continue
+        draw = v[rng.integers(len(v), size=(count, len(v)))].mean(axis=1)
+        widen = np.sqrt(len(v) / (len(v) - 1))
+        out[:, n] = mean * (draw / mean) ** widen if relative and mean > 0 else mean + widen * (draw - mean)
+    if excess > 0:
+        shift = rng.standard_normal(out.shape) * excess
+        out = out * np.exp(shift - excess * excess / 2) if relative else out + shift
+    return out
+
+
+def _scatter(model: Model, ybar: np.ndarray, noise: float, relative: bool) -> float:
+    """How far a new measurement of a point's mean strays from the model (relative with relative
+    weights): the residuals' spread over their degrees of freedom, at least the repetitions' own noise
+    of a mean. It holds what the repetitions of one round do not show: the host's drift between the
+    configurations (measured at different times) and what the form misses."""
+    resid = ybar - model.predict(model.points)
+    if relative:
+        resid = resid / ybar
+    dof = len(ybar) - len(model.terms) - 1
+    spread = float(np.sum(resid * resid) / dof) if dof > 0 else float("nan")
+    return float(np.sqrt(np.fmax(spread, noise)))
+
+
+def _excess(scatter: float, noise: float) -> float:
+    """The part of the scatter (a standard deviation) that the repetitions do not show."""
+    return float(np.sqrt(max(scatter * scatter - (noise if np.isfinite(noise) else 0.0), 0.0))) if np.isfinite(scatter) else 0.0
+
+
+def _spread(ybar: np.ndarray, relative: bool) -> float:
+    """How much the means themselves vary (the log spread with relative weights): a model that leaves
+    more scatter than that explains nothing, and resamples moved further would be noise alone (a
+    metric of 1e-4 s that a first-round model missed by 3000 % drew means of 0 and inf)."""
+    return float(np.std(np.log(ybar), ddof=1) if relative else np.std(ybar, ddof=1))

@@ -18,8 +18,8 @@ and this checkout) and repeat, in a fresh copy:
 
 Each Python process started under it (the main Snakemake and each `script:` job) appends its own CPU
 time (user + system, from getrusage at exit) and wall time to a log, through a sitecustomize module put
-on PYTHONPATH (jobs inherit it); the script jobs are grouped by their script (= stage; the script
-model_figures serves rule model_sheet, and rule model_figures where a zip report asks for it). CPU time is less
+on PYTHONPATH (jobs inherit it); the script jobs are grouped by their script (= stage = rule; rule model_figures runs only where a zip
+report asks for it). CPU time is less
 noisy than wall time on a shared machine; the wall times are those of the whole invocations.
 """
 

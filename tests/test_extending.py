@@ -1,8 +1,10 @@
-"""README "Extending perfsweep": adding a metric, an app or a figure touches the files its list names and
-no others (at most 3 each). The test makes the three additions in a copy of this checkout, touching
-only the listed files, and runs the copy's workflow on the toy app: the new metric is modelled, the new
+"""docs/how-to/extend.md: adding an app, a metric or a figure changes the files its recipe lists and no
+others, as many as the recipe says. The recipes are followed in a copy of this checkout (an app, then a
+metric it measures, then a figure), and the files each one changed there are compared with its list and
+its count (fast); then the copy's workflow runs on the toy app (slow): the new metric is modelled, the new
 app runs, the new figure is drawn."""
 
+import hashlib
 import os
 import re
 import shutil
@@ -16,8 +18,6 @@ import yaml
 from conftest import BIN, REPO
 from test_plots import assert_figure
 from perfsweep.report_check import report_categories
-
-pytestmark = pytest.mark.slow
 
 EXTEND_DOC = REPO / "docs" / "how-to" / "extend.md"
 
@@ -46,8 +46,7 @@ def main(argv=None):
         # (at 20000 per size, about 50 ms, a rank that waited was flagged in about half the runs)
         if comm.Get_rank() == comm.Get_size() - 1:
             total += sum(i for i in range(args.size * 80000))
-    with timer.phase("sync"):  # the time a rank spends waiting for the others
-        comm.Barrier()
+    comm.Barrier()  # the other ranks wait for the last one here
     write_app_report(comm, timer, args.report, app="toy", parameters={"size": args.size, "p": comm.Get_size()},
                      extra={"total": total})
     return 0
@@ -71,34 +70,57 @@ def toy_bars(medians: pd.DataFrame, path) -> None:
 '''
 
 
-def listed_files(kind: str) -> list[str]:
-    """The files docs/how-to/extend.md names for adding ``kind`` (its item's backticked paths)."""
+def recipe(kind: str) -> str:
+    """The section of docs/how-to/extend.md on adding ``kind``."""
     text = EXTEND_DOC.read_text()
     item = re.search(rf"^## Adding an? {kind}\b.*?(?=^## |\Z)", text, re.M | re.S)
     assert item, f"{EXTEND_DOC.relative_to(REPO)}: no section for adding a {kind}"
-    return re.findall(r"`((?:src|workflow|config|scripts)/[^`]+)`", item.group(0))
+    return item.group(0)
+
+
+def listed_files(kind: str) -> list[str]:
+    """The files docs/how-to/extend.md names for adding ``kind`` (its item's backticked paths)."""
+    return re.findall(r"`((?:src|workflow|config|scripts)/[^`]+)`", recipe(kind))
+
+
+def stated_count(kind: str) -> int:
+    """The number of files the recipe says it touches ("Touches 3 files:")."""
+    found = re.findall(r"\bTouches (\d+) files?:", recipe(kind))
+    assert len(found) == 1, f"the recipe for adding a {kind} states no (or more than one) file count: {found}"
+    return int(found[0])
 
 
 class Checkout:
-    """A copy of this checkout that records which files each addition touches."""
+    """A copy of this checkout; ``recipe(kind)`` records the files the edits made under it changed, as found
+    by comparing every file of the copy before and after (a file written with its old text is no change)."""
 
     def __init__(self, root):
-        self.root, self.touched = root, {}
+        self.root, self.changed = root, {}
 
-    def edit(self, kind, path, old, new):
+    def _state(self):
+        return {str(f.relative_to(self.root)): hashlib.sha256(f.read_bytes()).hexdigest()
+                for f in self.root.rglob("*") if f.is_file() and "__pycache__" not in f.parts}
+
+    def recipe(self, kind, steps):
+        before = self._state()
+        steps()
+        after = self._state()
+        self.changed[kind] = {f for f in before.keys() | after.keys() if before.get(f) != after.get(f)}
+
+    def edit(self, path, old, new):
         file = self.root / path
         text = file.read_text()
         assert old in text, (path, old)
         file.write_text(text.replace(old, new, 1))
-        self.touched.setdefault(kind, set()).add(path)
 
-    def write(self, kind, path, text):
+    def write(self, path, text):
+        (self.root / path).parent.mkdir(parents=True, exist_ok=True)
         (self.root / path).write_text(text)
-        self.touched.setdefault(kind, set()).add(path)
 
 
 @pytest.fixture(scope="module")
-def extended(tmp_path_factory):
+def recipes(tmp_path_factory):
+    """A copy of this checkout with the three recipes followed in it, one after the other."""
     tmp = tmp_path_factory.mktemp("extending")
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split()
@@ -109,36 +131,52 @@ def extended(tmp_path_factory):
             shutil.copy2(REPO / name, copy.root / name)
     env = dict(os.environ, PYTHONPATH=str(copy.root / "src"))  # the copy's package, also for Snakemake
 
-    # a metric: the phase "sync", timed by the app that measures it (the toy app below); a rank waits there,
-    # so it is declared as waiting
-    copy.edit("metric", "src/perfsweep/apps/registry.py", 'MEASURED_PHASES = ("init", "compute", "io", "comm")',
-              'MEASURED_PHASES = ("init", "compute", "io", "comm", "sync")')
-    copy.edit("metric", "src/perfsweep/apps/registry.py", 'WAITING_PHASES = ("comm",)',
-              'WAITING_PHASES = ("comm", "sync")')
-    copy.write("metric", "src/perfsweep/apps/toy.py", TOY_APP)
     # an app: its module, its registry entry, the config reference written from the schema
-    copy.write("app", "src/perfsweep/apps/toy.py", TOY_APP)
-    copy.edit("app", "src/perfsweep/apps/registry.py", "BUILTIN_APPS: dict[str, BuiltinApp] = {",
-              'BUILTIN_APPS: dict[str, BuiltinApp] = {\n    "toy": BuiltinApp(module="perfsweep.apps.toy", '
-              'params={"size": ParamSpec(int, 1, False, "thousands of steps")}),')
-    doc = subprocess.run([sys.executable, "-m", "perfsweep.config_doc"], env=env, check=True,
-                         capture_output=True, text=True).stdout
-    copy.write("app", "config/README.md", doc)
-    # a figure: its drawing (plots/), its parameter and call in the figures stage, its output in the rule
-    copy.write("figure", "src/perfsweep/plots/toy.py", TOY_PLOT)
-    copy.edit("figure", "src/perfsweep/stages/figures.py", "model_vs_measurement: PathLike, varied",
-              "model_vs_measurement: PathLike, toy: PathLike, varied")
-    copy.edit("figure", "src/perfsweep/stages/figures.py", "    var_plot(var, study, variability_figure)\n",
-              "    var_plot(var, study, variability_figure)\n"
-              "    from perfsweep.plots.toy import toy_bars\n\n    toy_bars(med, toy)\n")
-    copy.edit("figure", "src/perfsweep/layout.py", '"model_vs_measurement": "model_vs_measurement.png"}',
-              '"model_vs_measurement": "model_vs_measurement.png", "toy": "toy.png"}')
-    copy.edit("figure", "workflow/rules/figures.smk", "    params:\n",
-              '        toy=report(stage_output("figures", "toy"), caption="../report/toy.rst", category="{study}",\n'
-              '                   subcategory="measurements"),\n    params:\n')
-    copy.write("figure", "workflow/report/toy.rst", "The median time of every configuration of study "
-               "{{ snakemake.wildcards.study }} as bars.\n")
+    def app():
+        copy.write("src/perfsweep/apps/toy.py", TOY_APP)
+        copy.edit("src/perfsweep/apps/registry.py", "BUILTIN_APPS: dict[str, BuiltinApp] = {",
+                  'BUILTIN_APPS: dict[str, BuiltinApp] = {\n    "toy": BuiltinApp(module="perfsweep.apps.toy", '
+                  'params={"size": ParamSpec(int, 1, False, "thousands of steps")}),')
+        doc = subprocess.run([sys.executable, "-m", "perfsweep.config_doc"], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        copy.write("config/README.md", doc)
 
+    # a metric: the phase "sync", timed by the app that measures it (the toy app); a rank waits there, so it
+    # is declared as waiting
+    def metric():
+        copy.edit("src/perfsweep/apps/registry.py", 'MEASURED_PHASES = ("init", "compute", "io", "comm")',
+                  'MEASURED_PHASES = ("init", "compute", "io", "comm", "sync")')
+        copy.edit("src/perfsweep/apps/registry.py", 'WAITING_PHASES = ("comm",)', 'WAITING_PHASES = ("comm", "sync")')
+        copy.edit("src/perfsweep/apps/toy.py", "    comm.Barrier()  # the other ranks wait for the last one here\n",
+                  '    with timer.phase("sync"):  # the time a rank spends waiting for the others\n'
+                  "        comm.Barrier()\n")
+
+    # a figure: its drawing (plots/), its parameter and call in the figures stage, its output in the rule
+    def figure():
+        copy.write("src/perfsweep/plots/toy.py", TOY_PLOT)
+        copy.edit("src/perfsweep/stages/figures.py", "model_vs_measurement: PathLike, varied",
+                  "model_vs_measurement: PathLike, toy: PathLike, varied")
+        copy.edit("src/perfsweep/stages/figures.py", "    var_plot(var, study, variability_figure)\n",
+                  "    var_plot(var, study, variability_figure)\n"
+                  "    from perfsweep.plots.toy import toy_bars\n\n    toy_bars(med, toy)\n")
+        copy.edit("src/perfsweep/layout.py", '"model_vs_measurement": "model_vs_measurement.png"}',
+                  '"model_vs_measurement": "model_vs_measurement.png", "toy": "toy.png"}')
+        copy.edit("workflow/rules/figures.smk", "    params:\n",
+                  '        toy=report(stage_output("figures", "toy"), caption="../report/toy.rst", category="{study}",\n'
+                  '                   subcategory="measurements"),\n    params:\n')
+        copy.write("workflow/report/toy.rst", "The median time of every configuration of study "
+                   "{{ snakemake.wildcards.study }} as bars.\n")
+
+    for kind, steps in (("app", app), ("metric", metric), ("figure", figure)):
+        copy.recipe(kind, steps)
+    return copy, env
+
+
+@pytest.fixture(scope="module")
+def extended(recipes, tmp_path_factory):
+    """The copy's workflow run on the toy app: (the copy, its results, its environment)."""
+    copy, env = recipes
+    tmp = tmp_path_factory.mktemp("extended")
     work = tmp / "work"
     work.mkdir()
     cfg = {"app": {"name": "toy"}, "parameters": {"size": 20, "p": 1}, "repetitions": 2,
@@ -159,16 +197,16 @@ def extended(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind", ["metric", "app", "figure"])
-def test_readme_lists_every_file_an_addition_touches(extended, kind):
-    copy, _, _ = extended
+def test_a_recipe_changes_exactly_the_files_it_lists_and_counts(recipes, kind):
+    copy, _ = recipes
     listed = listed_files(kind)
-    assert 1 <= len(listed) <= (5 if kind == "figure" else 3), listed
-    touched = copy.touched[kind]
     # the page names the new app's module, figure and caption with a placeholder (<app>, <kind>): the toy's
     named = {re.sub(r"<[^>]+>", "toy", p) for p in listed}
-    assert touched == named, (touched, listed)
+    assert copy.changed[kind] == named, (copy.changed[kind], listed)
+    assert len(copy.changed[kind]) == len(listed) == stated_count(kind), (kind, stated_count(kind), listed)
 
 
+@pytest.mark.slow
 def test_added_metric_is_aggregated_and_modelled(extended):
     _, results, _ = extended
     models = pd.read_csv(results / "models" / "toy_p" / "models.csv")
@@ -177,6 +215,7 @@ def test_added_metric_is_aggregated_and_modelled(extended):
     assert "size" in sync["model"].iloc[0], sync["model"].iloc[0]  # it grows with size, as the toy app does
 
 
+@pytest.mark.slow
 def test_added_app_runs_and_added_figure_is_drawn(extended):
     _, results, _ = extended
     runs = pd.read_csv(results / "tables" / "toy_p" / "runs.csv")
@@ -200,6 +239,7 @@ for run_id, run in ranks[ranks["p"] == 3].groupby("run_id"):
 """
 
 
+@pytest.mark.slow
 def test_a_waiting_phase_is_not_busy_time(extended):
     """The added phase sync is declared as waiting: in every run of 3 ranks the last rank, which worked
     longer, is the one straggler, and the two ranks that waited for it in sync (most of their time) are

@@ -234,7 +234,8 @@ def test_the_layout_keeps_the_paths_of_existing_results_trees():
     assert layout.bundle_log("r", "nm", "n=1") == "r/logs/runs/nm/n=1.log"
     assert str(layout.plan_file("r", "nm", layout.POINTS_FILE)) == "r/plan/nm/points.json"
     assert layout.stage_outputs("r", "metrics", "nm")["pop_csv"] == "r/metrics/nm/pop.csv"
-    assert layout.stage_log("r", "report_pages_scaling", "nm") == "r/logs/report_pages/nm_scaling.log"
+    assert layout.stage_log("r", "collect", "nm") == "r/logs/collect/nm.log"
+    assert layout.stage_log("r", "models_summary") == "r/logs/models_summary.log"
     assert layout.stage_outputs("r", "paper_hofinger")["top"] == "r/paper/hofinger2018/top_triples.csv"
     assert layout.parse_record("r/runs/nm/n=1_m=2/rep4.json") == {
         "results": Path("r"), "study": "nm", "config_id": "n=1_m=2", "repetition": 4}

@@ -32,14 +32,14 @@ def test_bind_names_rule_key_and_function_on_a_mismatch():
 
 
 def test_bind_hands_a_part_as_one_mapping_to_a_parameter_of_its_name():
-    from perfsweep.stages import report_pages
+    from perfsweep.stages import report_pages, report_pages_summary
 
     keys = {"input": {"medians": "m.csv", "models": "models.csv"},
             "output": {"measurements": "m.html", "models": "models.html"},  # a page named like a table
             "params": {"pages": {"measurements": ["medians"], "models": ["models"]}}}
     got = bind("report_pages", report_pages.run, keys, {"study": "nm"})
     assert got == {"input": keys["input"], "output": keys["output"], "pages": keys["params"]["pages"], "study": "nm"}
-    assert "study" not in bind("report_pages_summary", report_pages.run, keys)  # no wildcard: run's default
+    assert "study" not in bind("report_pages_summary", report_pages_summary.run, keys)  # no wildcard: run's default
     with pytest.raises(RuleMismatch, match=r"^rule report_pages: params key 'layout' is not a parameter of "
                                            r"perfsweep\.stages\.report_pages\.run"):
         bind("report_pages", report_pages.run, {**keys, "params": {"layout": {}}})

@@ -12,17 +12,18 @@ rules' wildcards (``"{study}"``) pass through and a path is the same text wherev
       quarantine/<time>/..., superseded/<time>/...   damaged records, records of another launch
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
-      logs/<stage>/<study>.log ...               each stage's log (STAGE_LOGS)
+      logs/<stage>/<study>.log                   a stage's log (stage_log); logs/<stage>.log of a stage of the sweep
       tables/, models/, figures/, metrics/, overhead/, report/, paper/   the stages' outputs (STAGES)
       report.html                                the report ``perfsweep run`` writes
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
+
+from perfsweep.values import PathLike
 
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
 QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.records.set_aside)
@@ -31,7 +32,7 @@ _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
 LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.records.atomic_file's temporary file of a record (or its copy)
 
-Results = str | os.PathLike[str]
+Results = PathLike  # a results directory
 
 
 # ---- run records and what belongs to them
@@ -197,18 +198,6 @@ SWEEP_STAGES: dict[str, dict[str, str]] = {
     **{stage: {key: f"paper/{folder}/{names[key]}" for key in PAPER_OUTPUTS[stage]}
        for stage, (folder, names) in PAPERS.items()},
 }
-# each rule's log under <results>/logs/ ("{study}": the study)
-STAGE_LOGS: dict[str, str] = {
-    **{stage: f"{stage}/{{study}}.log" for stage in ("collect", "variability", "aggregate", "models", "figures",
-                                                     "model_sheet", "model_figures", "metrics", "overhead")},
-    "report_pages": "report_pages/{study}.log",
-    "report_pages_scaling": "report_pages/{study}_scaling.log",
-    "failures_page": "report_pages/{study}_failures.log",
-    "report_pages_summary": "report_pages/models_summary.log",
-    "models_summary": "models_summary.log",
-    "paper_mdanalysis": "paper_mdanalysis.log",
-    "paper_hofinger": "paper_hofinger.log",
-}
 # A figure's plotted data is written beside it as CSV (plots.style.save_figure): <stem>.csv, except where
 # that name is a table of the same stage; then it is <stem>_figure.csv (metrics: pop.png's data beside the
 # POP table pop.csv, which it overwrote before, correct only because the table was written after it).
@@ -259,7 +248,14 @@ def study_models(results: Results) -> dict[str, tuple[Path, Path]]:
 
 
 def stage_log(results: Results, stage: str, study: str = "{study}") -> str:
-    return f"{results}/{LOGS}/" + STAGE_LOGS[stage].replace("{study}", study)
+    """The log of a stage's job, the one ``log:`` of its rule: ``<results>/logs/<stage>/<study>.log`` for a
+    stage of one study (STAGES), ``<results>/logs/<stage>.log`` for a stage of the whole sweep
+    (SWEEP_STAGES: models_summary, report_pages_summary, the paper reproductions)."""
+    if stage in SWEEP_STAGES:
+        return f"{results}/{LOGS}/{stage}.log"
+    if stage not in STAGES:
+        raise KeyError(f"no stage {stage!r} in perfsweep.layout.STAGES or SWEEP_STAGES")
+    return f"{results}/{LOGS}/{stage}/{study}.log"
 
 
 def figure_data(figure: Results) -> Path:

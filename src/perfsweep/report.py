@@ -2,7 +2,7 @@
 as a download); the report's model figures are in :mod:`perfsweep.plots.models`, its check in a
 browser in :mod:`perfsweep.report_check`.
 
-Usage (what workflow/rules/report.smk calls through scripts/report_pages.py, perfsweep.stages.report_pages)::
+Usage (what workflow/rules/report.smk's page rules call through perfsweep.stages.report_pages and its siblings)::
 
     from perfsweep import report
     report.pages({"medians": "results/tables/nm/medians.csv"}, {"measurements": "measurements.html"},
@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-PathLike = str | os.PathLike[str]
+from perfsweep.values import PathLike
 
 
 STYLE = """

@@ -1,7 +1,6 @@
 """The tidy frame every reader of measurements returns (perfsweep.modeling.extrap_io, perfsweep.cube): one row
 per point, region, metric and repetition, the parameters in columns of their own before COLUMNS."""
 
-import os
+from perfsweep.values import PathLike  # noqa: F401 (the readers take their paths as this)
 
-PathLike = str | os.PathLike[str]
 COLUMNS = ["region", "metric", "repetition", "value"]

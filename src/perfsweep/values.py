@@ -3,8 +3,12 @@ arguments): pure data, asked for by the config, the designs, the run specs and t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
+
+# a file's path as every function of perfsweep takes it (defined here, the bottom layer, and only here)
+PathLike = str | os.PathLike[str]
 
 
 def format_value(value: Any) -> str:

@@ -34,7 +34,7 @@ rule model_sheet:
     log:
         stage_log("model_sheet"),
     script:
-        "../../scripts/model_figures.py"
+        "../../scripts/model_sheet.py"
 
 
 rule model_figures:
@@ -100,7 +100,7 @@ rule report_pages_scaling:
     log:
         stage_log("report_pages_scaling"),
     script:
-        "../../scripts/report_pages.py"
+        "../../scripts/report_pages_scaling.py"
 
 
 rule report_pages_summary:
@@ -116,7 +116,7 @@ rule report_pages_summary:
     log:
         stage_log("report_pages_summary"),
     script:
-        "../../scripts/report_pages.py"
+        "../../scripts/report_pages_summary.py"
 
 
 # A study that did not get through (every run failed, a step failed) has no tables or models; `perfsweep
@@ -135,4 +135,4 @@ rule failures_page:
     log:
         stage_log("failures_page"),
     script:
-        "../../scripts/report_pages.py"
+        "../../scripts/failures_page.py"

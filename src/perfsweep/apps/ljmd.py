@@ -124,8 +124,6 @@ def keep_freed_memory() -> bool:
 CHANGEABLE = ("neighbours", "forces", "integrate")  # the per-step regions a known change may touch
 ALL_PAIRS_CHUNK = 256  # rows of the extra all-pairs pass per numpy batch
 ALL_PAIRS_EVERY = 10  # the pass runs in every 10th call of its region (at n = 1200: +0.16 s per pass here)
-_calls: dict[str, int] = {}  # calls of each changed region in this process
-_owed: dict[str, float] = {}  # the time a slowed region still owes (s): slept once it is SLEEP_AT_LEAST
 SLEEP_AT_LEAST = 0.002
 
 
@@ -146,29 +144,40 @@ def parse_slow_region(spec: str) -> tuple[str, float]:
     return name, value
 
 
-@contextlib.contextmanager
-def changed_region(timer: RankTimer, p: Params, name: str, x: np.ndarray | None = None, block: np.ndarray | None = None):
-    """``timer.region(name)`` with the known change of ``p`` applied inside it: the region's own time
-    stretched by the factor of ``--slow-region`` (a sleep of what the calls owe once it is 2 ms, the
-    oversleep counted against the next: the region's total is the factor times its own time, whatever
-    else runs on the host; a busy wait, on this shared host, came out 1.1-2.5x for 1.2, the spinning
-    run losing more of the cores than the run beside it), and the extra all-pairs
-    pass of ``--all-pairs`` in every ALL_PAIRS_EVERY-th call (each molecule of ``block`` against every
-    molecule of ``x``: a cost growing like n^2 / p where the region's own grows like n / p)."""
-    region, factor = parse_slow_region(p.slow_region)
-    with timer.region(name):
-        start = time.perf_counter()
-        yield
-        if p.all_pairs == name and x is not None and block is not None:
-            _calls[name] = _calls.get(name, 0) + 1
-            if _calls[name] % ALL_PAIRS_EVERY == 1:
-                all_pairs_pass(x, block, p.box, p.c)
-        if region == name and factor > 1:  # owed: (factor - 1) x the region's time, less what was slept
-            _owed[name] = _owed.get(name, 0.0) + (factor - 1) * (time.perf_counter() - start)
-            if _owed[name] >= SLEEP_AT_LEAST:
-                before = time.perf_counter()
-                time.sleep(_owed[name])
-                _owed[name] -= time.perf_counter() - before
+class KnownChange:
+    """The known change of a run (``--slow-region``, ``--all-pairs``) and its state over the run: the calls
+    of each changed region and the time a slowed region still owes. One per run (ljmd.run makes it and
+    hands it to the force field)."""
+
+    def __init__(self, p: Params) -> None:
+        self.p = p
+        self.slowed, self.factor = parse_slow_region(p.slow_region)
+        self.calls: dict[str, int] = {}  # calls of each region with the all-pairs pass
+        self.owed: dict[str, float] = {}  # the time a slowed region still owes (s): slept once it is SLEEP_AT_LEAST
+
+    @contextlib.contextmanager
+    def region(self, timer: RankTimer, name: str, x: np.ndarray | None = None, block: np.ndarray | None = None):
+        """``timer.region(name)`` with the known change applied inside it: the region's own time
+        stretched by the factor of ``--slow-region`` (a sleep of what the calls owe once it is 2 ms, the
+        oversleep counted against the next: the region's total is the factor times its own time, whatever
+        else runs on the host; a busy wait, on this shared host, came out 1.1-2.5x for 1.2, the spinning
+        run losing more of the cores than the run beside it), and the extra all-pairs
+        pass of ``--all-pairs`` in every ALL_PAIRS_EVERY-th call (each molecule of ``block`` against every
+        molecule of ``x``: a cost growing like n^2 / p where the region's own grows like n / p)."""
+        p = self.p
+        with timer.region(name):
+            start = time.perf_counter()
+            yield
+            if p.all_pairs == name and x is not None and block is not None:
+                self.calls[name] = self.calls.get(name, 0) + 1
+                if self.calls[name] % ALL_PAIRS_EVERY == 1:
+                    all_pairs_pass(x, block, p.box, p.c)
+            if self.slowed == name and self.factor > 1:  # owed: (factor - 1) x the region's time, less what was slept
+                self.owed[name] = self.owed.get(name, 0.0) + (self.factor - 1) * (time.perf_counter() - start)
+                if self.owed[name] >= SLEEP_AT_LEAST:
+                    before = time.perf_counter()
+                    time.sleep(self.owed[name])
+                    self.owed[name] -= time.perf_counter() - before
 
 
 def all_pairs_pass(x: np.ndarray, block: np.ndarray, box: float, cutoff: float) -> int:
@@ -373,8 +382,9 @@ def pair_forces(x: np.ndarray, i: np.ndarray, j: np.ndarray, offsets: np.ndarray
 class ForceField:
     """This rank's share of the forces, optionally split over threads (numpy releases the GIL)."""
 
-    def __init__(self, p: Params, rank: int, size: int, timer: RankTimer) -> None:
+    def __init__(self, p: Params, rank: int, size: int, timer: RankTimer, change: KnownChange | None = None) -> None:
         self.p = p
+        self.change = change or KnownChange(p)
         self.offsets = site_offsets(p.m)
         self.reach = p.c + 2 * site_radius(p.m) + SKIN
         self.pairs_ij: tuple[np.ndarray, np.ndarray] | None = None
@@ -402,14 +412,14 @@ class ForceField:
         return out
 
     def __call__(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        with changed_region(self.timer, self.p, "neighbours", x, self.block):
+        with self.change.region(self.timer, "neighbours", x, self.block):
             if self._stale(x):
                 self.pairs_ij = neighbour_pairs(x, self.block, self.p.box, self.reach)
                 self.x_built = x.copy()
                 self.rebuilds += 1
             i, j = self.pairs_ij
         self.pairs = len(i)
-        with changed_region(self.timer, self.p, "forces", x, self.block):
+        with self.change.region(self.timer, "forces", x, self.block):
             if self.pool is None:
                 return self._work(0, x, i, j)
             parts = np.array_split(np.arange(len(i)), self.p.threads)
@@ -434,7 +444,8 @@ def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | N
             x, v = initial_state(p, centres)
         else:
             x, v = np.empty((p.n, 3)), np.empty((p.n, 3))
-        field = ForceField(p, rank, size, timer)
+        change = KnownChange(p)
+        field = ForceField(p, rank, size, timer, change)
         total_f = np.empty((p.n, 3))
         buf = np.empty(1)
     with timer.comm("Bcast"):
@@ -455,12 +466,12 @@ def run(p: Params, comm, timer: RankTimer, out_dir: str, centres: np.ndarray | N
 
     def verlet(timer: RankTimer) -> tuple[float, float]:
         """One velocity-Verlet step (x, v and total_f in place): (potential, kinetic) energy."""
-        with timer.phase("compute"), changed_region(timer, p, "integrate", x, field.block):
+        with timer.phase("compute"), change.region(timer, "integrate", x, field.block):
             v[:] += 0.5 * p.dt * total_f / mass
             x[:] += p.dt * v
             x[:] %= p.box
         potential = forces(x, timer)
-        with timer.phase("compute"), changed_region(timer, p, "integrate"):
+        with timer.phase("compute"), change.region(timer, "integrate"):
             v[:] += 0.5 * p.dt * total_f / mass
             return potential, 0.5 * mass * float(np.sum(v * v))
 

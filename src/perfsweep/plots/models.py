@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import textwrap
 from dataclasses import dataclass
@@ -33,8 +32,8 @@ from perfsweep.apps.registry import RUN_METRICS
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.validation import is_validation
 from perfsweep.plots.style import apply_style, new_figure, save_figure
+from perfsweep.values import PathLike
 
-PathLike = str | os.PathLike[str]
 Predict = Callable[[np.ndarray], np.ndarray]
 
 

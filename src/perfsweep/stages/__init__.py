@@ -1,13 +1,15 @@
-"""One module per pipeline stage, named like its rule, its script and its results folder; each has a
-``run`` function taking file paths in and out (what scripts/*.py call through :func:`call`).
+"""One module per pipeline stage, named like its rule and its script; each has a ``run`` function taking
+file paths in and out (what scripts/*.py call through :func:`call`). Every rule with a ``script:`` is a
+stage of that one name (tests/test_rules.py):
 
     stage (rule, scripts/<stage>.py, perfsweep.stages.<stage>.run)   results
     collect, variability, aggregate                                   tables/<study>/
     models, models_summary                                            models/<study>/, tables/
-    figures                                                           figures/<study>/
+    figures, model_sheet, model_figures                               figures/<study>/
     overhead, metrics                                                 overhead/<study>/, metrics/<study>/
     paper_hofinger, paper_mdanalysis                                  paper/
-    report_pages (also rules report_pages_scaling, _summary)          report/<study>/
+    report_pages, report_pages_scaling, failures_page                 report/<study>/
+    report_pages_summary                                              report/
 
 Every ``run`` can also be used outside Snakemake, e.g. to re-aggregate records by hand::
 
@@ -20,7 +22,6 @@ The stages sit above the domain code (tables, modeling, metrics, overhead) and t
 from __future__ import annotations
 
 import inspect
-import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -28,8 +29,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from perfsweep.errors import RuleMismatch, one_line_errors
-
-PathLike = str | os.PathLike[str]
+from perfsweep.values import PathLike
 
 
 def call(smk: Any, func: Callable[..., Any]) -> Any:

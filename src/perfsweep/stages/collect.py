@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from perfsweep import tables
-from perfsweep.stages import PathLike
+from perfsweep.values import PathLike
 
 
 def run(records: Iterable[PathLike], runs: PathLike, ranks: PathLike, regions: PathLike,

@@ -1,17 +1,13 @@
-"""Stage model_figures: every model of a study on one sheet (what the HTML report shows; rule
-model_sheet) and each model's own figures in a folder (what a zip report carries; rule model_figures,
-which only a zip report asks for: most of the post-processing's CPU time, bench/postprocessing.py)."""
+"""Stage model_figures: each model's own full-size figures in a folder, what a zip report carries. Only a
+zip report asks for them: they were most of the post-processing's CPU time (bench/postprocessing.py);
+the HTML report shows stage model_sheet's one sheet instead."""
 
 from __future__ import annotations
 
 from perfsweep.plots import models as model_plots
-from perfsweep.stages import PathLike
+from perfsweep.values import PathLike
 
 
-def run(models_json: PathLike, predictions: PathLike, study: str, sheet: PathLike | None = None,
-        figures: PathLike | None = None) -> None:
-    """The sheet, each model's figures, or both: what the rule declares as output."""
-    if figures is not None:
-        model_plots.model_figures(models_json, predictions, figures, study=study)
-    if sheet is not None:
-        model_plots.model_sheet(models_json, predictions, sheet, study=study)
+def run(models_json: PathLike, predictions: PathLike, study: str, figures: PathLike) -> None:
+    """Each model's figure and its comparison with the measurements, one PNG (and CSV) each, in ``figures``."""
+    model_plots.model_figures(models_json, predictions, figures, study=study)

@@ -1,6 +1,8 @@
-"""Stage report_pages (rules report_pages, report_pages_scaling, report_pages_summary): the study's
-tables as HTML pages for the Snakemake report. The rules' keys differ and a page is often named like
-a table on it, so :func:`run` takes the rule's input and output as two mappings (perfsweep.stages.bind)."""
+"""Stage report_pages: a study's variability, measurements and models tables as HTML pages for the
+Snakemake report (the report embeds HTML but offers a CSV only as a download). Its sibling stages
+report_pages_scaling, report_pages_summary and failures_page write other pages the same way. A page is
+often named like a table on it, so :func:`run` takes the rule's input and output as two mappings
+(perfsweep.stages.bind)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 from typing import Mapping
 
 from perfsweep import report
-from perfsweep.stages import PathLike
+from perfsweep.values import PathLike
 
 
 def run(input: Mapping[str, PathLike], output: Mapping[str, PathLike], pages: Mapping[str, list[str]],

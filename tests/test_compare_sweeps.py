@@ -165,11 +165,11 @@ def test_two_extrap_inputs_compared_with_the_same_table():
 
 
 def test_results_directory_and_extrap_rows_have_the_same_columns(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load, render
 
-    side = sc.load_side(EXTRAP / "json" / "input_6.JSON")
-    result = sc.compare(side, sc.load_side(EXTRAP / "json" / "input_6.JSON"))
-    assert list(sc.display_table(result).columns) == sc.COLUMNS
+    side = load.load_side(EXTRAP / "json" / "input_6.JSON")
+    result = judge.compare(side, load.load_side(EXTRAP / "json" / "input_6.JSON"))
+    assert list(render.display_table(result).columns) == render.COLUMNS
     assert all(r.verdict == "no significant change" for r in result.rows)
 
 
@@ -208,33 +208,33 @@ def synthetic_side(tmp_path: Path, name: str, factors: dict[str, float], noise: 
 
 
 def test_synthetic_regression_found_and_two_percent_not(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load, render
 
     before = synthetic_side(tmp_path, "before", {}, seed=1)
     same = synthetic_side(tmp_path, "same", {}, seed=2)
     slow = synthetic_side(tmp_path, "slow", {"r5": 1.2}, seed=3)
     slight = synthetic_side(tmp_path, "slight", {"r5": 1.02}, seed=4)
-    r = sc.compare(sc.load_side(before), sc.load_side(same))
+    r = judge.compare(load.load_side(before), load.load_side(same))
     assert r.exit_code() == 0 and not any(x.verdict in ("regression", "improvement") for x in r.rows)
-    r = sc.compare(sc.load_side(before), sc.load_side(slow))
+    r = judge.compare(load.load_side(before), load.load_side(slow))
     by = {x.region: x for x in r.rows}
     assert by["r5"].verdict == "regression" and by["r5"].low > 1.05 and r.exit_code() == 1
     assert all(by[f"r{k}"].verdict != "regression" for k in range(5))
-    r = sc.compare(sc.load_side(before), sc.load_side(slight))
+    r = judge.compare(load.load_side(before), load.load_side(slight))
     assert {x.region: x for x in r.rows}["r5"].verdict != "regression" and r.exit_code() == 0
     # the rows of a region under --min-share are shown, not gating
-    r = sc.compare(sc.load_side(before), sc.load_side(slow), min_share=0.5)  # r5: 6/21 of the total
+    r = judge.compare(load.load_side(before), load.load_side(slow), min_share=0.5)  # r5: 6/21 of the total
     row = {x.region: x for x in r.rows}["r5"]
     assert row.gated is False and row.verdict == "regression" and not row.gates()
-    assert "regression (not gating)" in next(line for line in sc.render(r).splitlines() if " r5 " in line)
+    assert "regression (not gating)" in next(line for line in render.render(r).splitlines() if " r5 " in line)
 
 
 def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load
 
     before = synthetic_side(tmp_path, "before", {}, seed=5)
     after = synthetic_side(tmp_path, "after", {}, seed=6, grow={"r5": 2.0})
-    r = sc.compare(sc.load_side(before), sc.load_side(after))
+    r = judge.compare(load.load_side(before), load.load_side(after))
     row = {x.region: x for x in r.rows}["r5"]
     assert row.scaling == "worse" and row.orders_b.startswith(("n^2", "n^(7/4)", "n^(9/4)")) and r.exit_code() == 1
     assert all(x.scaling in ("same", "class uncertain") for x in r.rows if x.region not in ("r5", "all"))
@@ -242,7 +242,7 @@ def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
 
 
 def test_holm():
-    from perfsweep.modeling.sweep_compare import holm
+    from perfsweep.compare.statistics import holm
 
     # hand-computed: sorted 0.01, 0.02, 0.04 x 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone)
     assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
@@ -250,18 +250,18 @@ def test_holm():
 
 
 def test_target_defaults_to_largest_common_configuration_and_at_overrides(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load
 
     before = synthetic_side(tmp_path, "before", {}, seed=7)
-    r = sc.compare(sc.load_side(before), sc.load_side(before))
+    r = judge.compare(load.load_side(before), load.load_side(before))
     assert all(x.target == {"n": 1400.0} for x in r.rows)
-    r = sc.compare(sc.load_side(before), sc.load_side(before), at={"n": 5000})
+    r = judge.compare(load.load_side(before), load.load_side(before), at={"n": 5000})
     assert all(x.target == {"n": 5000.0} for x in r.rows)
     assert all(x.ratio == pytest.approx(1.0) for x in r.rows)
 
 
 def test_mismatched_parameters_without_a_map_is_one_line(tmp_path):
-    from perfsweep.modeling.sweep_compare import EXTRAP_STUDY  # noqa: F401 (the study name of an input)
+    from perfsweep.compare.load import EXTRAP_STUDY  # noqa: F401 (the study name of an input)
 
     a = synthetic_side(tmp_path, "a", {}, seed=8)
     b = tmp_path / "b"

@@ -13,6 +13,8 @@ below saw an interval of [0.71, 1.97] once.
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -315,3 +317,67 @@ def test_ljmd_known_change_options_are_checked():
                           "--c", "1.5", "--slow-region", "forces=0.5"], capture_output=True, text=True,
                          env={**os.environ})
     assert bad.returncode == 2 and "--slow-region forces=0.5" in bad.stderr
+
+
+# --- docs/how-to/compare-sweeps.md's "How to add a statistic", carried out ------------------------------------
+
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4}
+
+
+def recipe() -> tuple[int, list[str], str]:
+    """The recipe's stated number of files, the files it lists (after ``<!-- recipe-files -->``) and its code."""
+    doc = (REPO / "docs" / "how-to" / "compare-sweeps.md").read_text()
+    section = doc.split("\n## How to add a statistic\n", 1)[1].split("\n## ", 1)[0]
+    stated = re.search(r"touches (\d+|one|two|three|four) files?:", section)
+    assert stated, "the recipe states how many files it touches"
+    count = int(stated.group(1)) if stated.group(1).isdigit() else NUMBERS[stated.group(1)]
+    listing = section.split("<!-- recipe-files -->\n", 1)[1].strip().split("\n\n", 1)[0]
+    files = [re.match(r"- `([^`]+)`", line).group(1) for line in listing.splitlines()]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    return count, files, code
+
+
+def test_the_recipe_adds_a_statistic_in_the_files_it_names(tmp_path):
+    count, files, code = recipe()
+    here = str(Path(__file__).relative_to(REPO))
+    assert count == len(files) and here in files, (count, files)
+    copy = tmp_path / "src" / "perfsweep"
+    shutil.copytree(REPO / "src" / "perfsweep", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    # the steps: the function above STATISTICS, and the STATISTICS line as the recipe writes it
+    function, registry = code.split("\nSTATISTICS", 1)
+    registry = "STATISTICS" + registry.strip("\n")
+    module = copy / "compare" / "statistics.py"
+    text = module.read_text()
+    old = re.findall(r"^STATISTICS\b.*\n", text, re.M)
+    assert len(old) == 1 and len(registry.splitlines()) == 1, (old, registry)
+    module.write_text(text.replace(old[0], function.rstrip("\n") + "\n\n\n" + registry + "\n"))
+    changed = sorted(str(Path("src") / "perfsweep" / p.relative_to(copy)) for p in copy.rglob("*")
+                     if p.is_file() and p.read_bytes() != (REPO / "src" / "perfsweep" / p.relative_to(copy)).read_bytes())
+    assert changed == sorted(f for f in files if f != here), (changed, files)
+
+    before = synthetic_side(tmp_path, "before", {}, seed=1)
+    slow = synthetic_side(tmp_path, "slow", {"r5": 1.2}, seed=3)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    run = ("import sys, perfsweep, perfsweep.cli; assert perfsweep.__file__.startswith(sys.argv[1]), perfsweep.__file__; "
+           "sys.exit(perfsweep.cli.main(sys.argv[2:]))")
+
+    def compare_with_copy(fmt: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", run, str(copy), "compare", str(before), str(slow), "--format", fmt],
+                              capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+
+    proc = compare_with_copy("json")
+    assert proc.returncode == 1, proc.stderr
+    table = {r["region"]: r for r in json.loads(proc.stdout)["rows"]}
+    assert all(0 <= r["mw_share"] <= 1 and 0 <= r["mw_p"] <= 1 for r in table.values()), table
+    assert table["r5"]["mw_share"] > 0.95 and table["r5"]["mw_p"] < 0.01  # r5 20 % slower
+    assert 0.05 < table["r2"]["mw_share"] < 0.95  # r2 unchanged
+    # the statistic is reported, it does not gate: verdicts and exit code as the unchanged package's
+    code, plain = rows(before, slow)
+    assert code == proc.returncode and {k[0]: r["verdict"] for k, r in plain.items()} == \
+        {k: r["verdict"] for k, r in table.items()}
+    assert not any("mw_share" in r for r in plain.values())
+    header = compare_with_copy("csv").stdout.splitlines()[0].split(",")
+    assert header[-2:] == ["mw_share", "mw_p"], header
+    text = compare_with_copy("text").stdout
+    columns = next(line for line in text.splitlines() if not line.startswith("#")).split()
+    assert columns[-3:] == ["mw_share", "mw_p", "notes"], columns

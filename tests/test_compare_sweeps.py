@@ -13,6 +13,8 @@ below saw an interval of [0.71, 1.97] once.
 import json
 import math
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -165,11 +167,11 @@ def test_two_extrap_inputs_compared_with_the_same_table():
 
 
 def test_results_directory_and_extrap_rows_have_the_same_columns(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load, render
 
-    side = sc.load_side(EXTRAP / "json" / "input_6.JSON")
-    result = sc.compare(side, sc.load_side(EXTRAP / "json" / "input_6.JSON"))
-    assert list(sc.display_table(result).columns) == sc.COLUMNS
+    side = load.load_side(EXTRAP / "json" / "input_6.JSON")
+    result = judge.compare(side, load.load_side(EXTRAP / "json" / "input_6.JSON"))
+    assert list(render.display_table(result).columns) == render.COLUMNS
     assert all(r.verdict == "no significant change" for r in result.rows)
 
 
@@ -208,33 +210,33 @@ def synthetic_side(tmp_path: Path, name: str, factors: dict[str, float], noise: 
 
 
 def test_synthetic_regression_found_and_two_percent_not(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load, render
 
     before = synthetic_side(tmp_path, "before", {}, seed=1)
     same = synthetic_side(tmp_path, "same", {}, seed=2)
     slow = synthetic_side(tmp_path, "slow", {"r5": 1.2}, seed=3)
     slight = synthetic_side(tmp_path, "slight", {"r5": 1.02}, seed=4)
-    r = sc.compare(sc.load_side(before), sc.load_side(same))
+    r = judge.compare(load.load_side(before), load.load_side(same))
     assert r.exit_code() == 0 and not any(x.verdict in ("regression", "improvement") for x in r.rows)
-    r = sc.compare(sc.load_side(before), sc.load_side(slow))
+    r = judge.compare(load.load_side(before), load.load_side(slow))
     by = {x.region: x for x in r.rows}
     assert by["r5"].verdict == "regression" and by["r5"].low > 1.05 and r.exit_code() == 1
     assert all(by[f"r{k}"].verdict != "regression" for k in range(5))
-    r = sc.compare(sc.load_side(before), sc.load_side(slight))
+    r = judge.compare(load.load_side(before), load.load_side(slight))
     assert {x.region: x for x in r.rows}["r5"].verdict != "regression" and r.exit_code() == 0
     # the rows of a region under --min-share are shown, not gating
-    r = sc.compare(sc.load_side(before), sc.load_side(slow), min_share=0.5)  # r5: 6/21 of the total
+    r = judge.compare(load.load_side(before), load.load_side(slow), min_share=0.5)  # r5: 6/21 of the total
     row = {x.region: x for x in r.rows}["r5"]
     assert row.gated is False and row.verdict == "regression" and not row.gates()
-    assert "regression (not gating)" in next(line for line in sc.render(r).splitlines() if " r5 " in line)
+    assert "regression (not gating)" in next(line for line in render.render(r).splitlines() if " r5 " in line)
 
 
 def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load
 
     before = synthetic_side(tmp_path, "before", {}, seed=5)
     after = synthetic_side(tmp_path, "after", {}, seed=6, grow={"r5": 2.0})
-    r = sc.compare(sc.load_side(before), sc.load_side(after))
+    r = judge.compare(load.load_side(before), load.load_side(after))
     row = {x.region: x for x in r.rows}["r5"]
     assert row.scaling == "worse" and row.orders_b.startswith(("n^2", "n^(7/4)", "n^(9/4)")) and r.exit_code() == 1
     assert all(x.scaling in ("same", "class uncertain") for x in r.rows if x.region not in ("r5", "all"))
@@ -242,7 +244,7 @@ def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
 
 
 def test_holm():
-    from perfsweep.modeling.sweep_compare import holm
+    from perfsweep.compare.statistics import holm
 
     # hand-computed: sorted 0.01, 0.02, 0.04 x 3, 2, 1 -> 0.03, 0.04, 0.04 (monotone)
     assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
@@ -250,18 +252,18 @@ def test_holm():
 
 
 def test_target_defaults_to_largest_common_configuration_and_at_overrides(tmp_path):
-    from perfsweep.modeling import sweep_compare as sc
+    from perfsweep.compare import judge, load
 
     before = synthetic_side(tmp_path, "before", {}, seed=7)
-    r = sc.compare(sc.load_side(before), sc.load_side(before))
+    r = judge.compare(load.load_side(before), load.load_side(before))
     assert all(x.target == {"n": 1400.0} for x in r.rows)
-    r = sc.compare(sc.load_side(before), sc.load_side(before), at={"n": 5000})
+    r = judge.compare(load.load_side(before), load.load_side(before), at={"n": 5000})
     assert all(x.target == {"n": 5000.0} for x in r.rows)
     assert all(x.ratio == pytest.approx(1.0) for x in r.rows)
 
 
 def test_mismatched_parameters_without_a_map_is_one_line(tmp_path):
-    from perfsweep.modeling.sweep_compare import EXTRAP_STUDY  # noqa: F401 (the study name of an input)
+    from perfsweep.compare.load import EXTRAP_STUDY  # noqa: F401 (the study name of an input)
 
     a = synthetic_side(tmp_path, "a", {}, seed=8)
     b = tmp_path / "b"
@@ -315,3 +317,67 @@ def test_ljmd_known_change_options_are_checked():
                           "--c", "1.5", "--slow-region", "forces=0.5"], capture_output=True, text=True,
                          env={**os.environ})
     assert bad.returncode == 2 and "--slow-region forces=0.5" in bad.stderr
+
+
+# --- docs/how-to/compare-sweeps.md's "How to add a statistic", carried out ------------------------------------
+
+NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4}
+
+
+def recipe() -> tuple[int, list[str], str]:
+    """The recipe's stated number of files, the files it lists (after ``<!-- recipe-files -->``) and its code."""
+    doc = (REPO / "docs" / "how-to" / "compare-sweeps.md").read_text()
+    section = doc.split("\n## How to add a statistic\n", 1)[1].split("\n## ", 1)[0]
+    stated = re.search(r"touches (\d+|one|two|three|four) files?:", section)
+    assert stated, "the recipe states how many files it touches"
+    count = int(stated.group(1)) if stated.group(1).isdigit() else NUMBERS[stated.group(1)]
+    listing = section.split("<!-- recipe-files -->\n", 1)[1].strip().split("\n\n", 1)[0]
+    files = [re.match(r"- `([^`]+)`", line).group(1) for line in listing.splitlines()]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    return count, files, code
+
+
+def test_the_recipe_adds_a_statistic_in_the_files_it_names(tmp_path):
+    count, files, code = recipe()
+    here = str(Path(__file__).relative_to(REPO))
+    assert count == len(files) and here in files, (count, files)
+    copy = tmp_path / "src" / "perfsweep"
+    shutil.copytree(REPO / "src" / "perfsweep", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    # the steps: the function above STATISTICS, and the STATISTICS line as the recipe writes it
+    function, registry = code.split("\nSTATISTICS", 1)
+    registry = "STATISTICS" + registry.strip("\n")
+    module = copy / "compare" / "statistics.py"
+    text = module.read_text()
+    old = re.findall(r"^STATISTICS\b.*\n", text, re.M)
+    assert len(old) == 1 and len(registry.splitlines()) == 1, (old, registry)
+    module.write_text(text.replace(old[0], function.rstrip("\n") + "\n\n\n" + registry + "\n"))
+    changed = sorted(str(Path("src") / "perfsweep" / p.relative_to(copy)) for p in copy.rglob("*")
+                     if p.is_file() and p.read_bytes() != (REPO / "src" / "perfsweep" / p.relative_to(copy)).read_bytes())
+    assert changed == sorted(f for f in files if f != here), (changed, files)
+
+    before = synthetic_side(tmp_path, "before", {}, seed=1)
+    slow = synthetic_side(tmp_path, "slow", {"r5": 1.2}, seed=3)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    run = ("import sys, perfsweep, perfsweep.cli; assert perfsweep.__file__.startswith(sys.argv[1]), perfsweep.__file__; "
+           "sys.exit(perfsweep.cli.main(sys.argv[2:]))")
+
+    def compare_with_copy(fmt: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", run, str(copy), "compare", str(before), str(slow), "--format", fmt],
+                              capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+
+    proc = compare_with_copy("json")
+    assert proc.returncode == 1, proc.stderr
+    table = {r["region"]: r for r in json.loads(proc.stdout)["rows"]}
+    assert all(0 <= r["mw_share"] <= 1 and 0 <= r["mw_p"] <= 1 for r in table.values()), table
+    assert table["r5"]["mw_share"] > 0.95 and table["r5"]["mw_p"] < 0.01  # r5 20 % slower
+    assert 0.05 < table["r2"]["mw_share"] < 0.95  # r2 unchanged
+    # the statistic is reported, it does not gate: verdicts and exit code as the unchanged package's
+    code, plain = rows(before, slow)
+    assert code == proc.returncode and {k[0]: r["verdict"] for k, r in plain.items()} == \
+        {k: r["verdict"] for k, r in table.items()}
+    assert not any("mw_share" in r for r in plain.values())
+    header = compare_with_copy("csv").stdout.splitlines()[0].split(",")
+    assert header[-2:] == ["mw_share", "mw_p"], header
+    text = compare_with_copy("text").stdout
+    columns = next(line for line in text.splitlines() if not line.startswith("#")).split()
+    assert columns[-3:] == ["mw_share", "mw_p", "notes"], columns

@@ -124,6 +124,9 @@ def test_the_pure_modules_import_no_sweep_machinery():
     # the apps a run launches read their profiles with the CUBE reader below the modeler, not through it
     for app in (m for m in MODULES if m.startswith("perfsweep.apps.")):
         assert not {m for m in reach(app) if m.startswith("perfsweep.modeling")}, app
+    # perfsweep compare sits above the modeler: the modeler imports nothing of it
+    for modeler in (m for m in MODULES if m.startswith("perfsweep.modeling")):
+        assert not {m for m in reach(modeler) if m.startswith("perfsweep.compare")}, modeler
 
 
 def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery():

@@ -33,9 +33,10 @@ from pathlib import Path
 
 from perfsweep import layout, planning
 from perfsweep.apps.output import check_sample
+from perfsweep.compare import cli as compare_cli
 from perfsweep.config import REPO_ROOT, load_config_file
 from perfsweep.errors import DamagedRecord, Terminated, UserError
-from perfsweep.modeling import compare_cli, extrap_models, validation
+from perfsweep.modeling import extrap_models, validation
 from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, load_model, predict, recommend
 from perfsweep.records import ARCHIVED_STATUSES, LEFTOVER, STATUSES, check_record, leftover_temps, path_fields
 from perfsweep.recovery import acquire_run_lock, workdir_busy

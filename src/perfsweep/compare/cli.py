@@ -8,21 +8,25 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Callable
 
-from perfsweep.modeling import sweep_compare as sc
-from perfsweep.modeling.sweep_compare_html import write_html
+from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
+from perfsweep.compare.load import load_side
+from perfsweep.compare.page import write_html
+from perfsweep.compare.render import render
+from perfsweep.errors import CompareError
 
 
 def _compare(args: argparse.Namespace) -> int:
-    threshold = sc.parse_threshold(args.threshold)
-    param_map = sc.parse_param_map(args.param_map)
-    at = sc.parse_at(args.at)
-    a, b = sc.load_side(args.a), sc.load_side(args.b)
-    result = sc.compare(a, b, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
-                        alpha=args.alpha, level=args.level, absolute=args.absolute)
-    sys.stdout.write(sc.render(result, args.format))
+    threshold = parse_threshold(args.threshold)
+    param_map = parse_param_map(args.param_map)
+    at = parse_at(args.at)
+    a, b = load_side(args.a), load_side(args.b)
+    result = compare(a, b, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
+                     alpha=args.alpha, level=args.level, absolute=args.absolute)
+    sys.stdout.write(render(result, args.format))
     if args.html:
         write_html(result, args.html)
         print(f"perfsweep: comparison page written to {args.html}", file=sys.stderr)
@@ -36,18 +40,18 @@ def register_cli(sub, level: Callable[[str], float]) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("a", help="before: a results directory, a models.json, or an Extra-P input / CUBE directory")
     p.add_argument("b", help="after: the same kinds")
-    p.add_argument("--threshold", default=f"{sc.THRESHOLD:.0%}",
+    p.add_argument("--threshold", default=f"{THRESHOLD:.0%}",
                    help="smallest change that counts, e.g. 5%% or 0.05 (default %(default)s)")
     p.add_argument("--at", default=None, help="target configuration NAME=V,... (B's names; default: per study "
                                               "the largest configuration both measured)")
     p.add_argument("--param-map", action="append", default=[], metavar="OLD=NEW",
                    help="a parameter renamed from A to B (repeatable)")
-    p.add_argument("--min-share", type=_share, default=sc.MIN_SHARE,
+    p.add_argument("--min-share", type=_share, default=MIN_SHARE,
                    help="rows below this share of their metric's total at the target are shown but do not gate "
                         "(default %(default)s)")
-    p.add_argument("--alpha", type=level, default=sc.ALPHA,
+    p.add_argument("--alpha", type=level, default=ALPHA,
                    help="family-wise error rate of the gating rows, Holm-corrected (default %(default)s)")
-    p.add_argument("--level", type=level, default=sc.LEVEL, help="of the ratios' intervals (default %(default)s)")
+    p.add_argument("--level", type=level, default=LEVEL, help="of the ratios' intervals (default %(default)s)")
     p.add_argument("--absolute", action="store_true",
                    help="judge the raw ratios B/A (default: each row against its study's common shift, the median "
                         "row's ratio, where the study has at least 5 rows: the host's speed between the sweeps)")
@@ -63,4 +67,48 @@ def _share(text: str) -> float:
         value = -1.0
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a share in [0, 1] (e.g. 0.02 or 2%)")
+    return value
+
+
+def parse_param_map(items: list[str]) -> dict[str, str]:
+    """``["p=ranks", ...]``: A's parameter name -> B's."""
+    out: dict[str, str] = {}
+    for item in items:
+        old, sep, new = item.partition("=")
+        old, new = old.strip(), new.strip()
+        if not sep or not old or not new:
+            raise CompareError(f"--param-map {item!r}: give OLD=NEW (A's parameter name = B's)")
+        if old in out:
+            raise CompareError(f"--param-map {item!r}: {old} is mapped twice")
+        out[old] = new
+    return out
+
+
+def parse_at(text: str | None) -> dict[str, float]:
+    """``"n=4000,p=16"`` -> {"n": 4000.0, "p": 16.0} (B's parameter names)."""
+    if not text:
+        return {}
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not name or not (math.isfinite(number) and number > 0):
+            raise CompareError(f"--at {text!r}: give NAME=VALUE,... with values > 0 (e.g. n=4000,p=16)")
+        out[name] = number
+    return out
+
+
+def parse_threshold(text: str) -> float:
+    """``5%`` or ``0.05`` -> 0.05."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value < 10):
+        raise CompareError(f"--threshold {text!r}: give a relative change such as 5% or 0.05")
     return value

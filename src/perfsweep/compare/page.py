@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from perfsweep.compare.judge import CompareResult, Row
+from perfsweep.compare.render import display_table, summary_lines
 from perfsweep.errors import UserError
-from perfsweep.modeling.sweep_compare import CompareResult, Row, display_table, summary_lines
 
 MAX_FIGURES = 40  # rows drawn; the table lists every row
 COLOURS = {"regression": "#c0392b", "improvement": "#1e8449", "no significant change": "#555",

@@ -1,0 +1,18 @@
+"""``perfsweep compare A B``: two sweeps' models side by side, as a performance-regression gate.
+
+One module per role, the arrows pointing down (compare sits above the modeler: it imports
+perfsweep.modeling, never the other way):
+
+- :mod:`~perfsweep.compare.cli`: the command (``register_cli(sub, level)``) and its argument parsing;
+- :mod:`~perfsweep.compare.page`: the HTML page of ``--html``;
+- :mod:`~perfsweep.compare.render`: the table as text, md, csv or json;
+- :mod:`~perfsweep.compare.judge`: the sides matched, one row per study, region and metric, the common
+  shift, the verdicts (Holm) and the exit code;
+- :mod:`~perfsweep.compare.statistics`: each statistic of a row one function, all in ``STATISTICS``
+  (the ratio B/A and its interval, share and impact, the scaling class), and the verdict's test;
+- :mod:`~perfsweep.compare.load`: the two sides read (results directories, models.json, Extra-P inputs).
+
+    from perfsweep.compare.judge import compare
+    from perfsweep.compare.load import load_side
+    result = compare(load_side("before/results"), load_side("after/results"), threshold=0.05)
+"""

@@ -1,0 +1,189 @@
+"""The two sides of ``perfsweep compare``: what A and B are read from, each as a :class:`Side` (per study its
+entries, one per region and metric: the model with its resamples, and the measured medians).
+
+A side is a results directory (``models/<study>/models.json``, with ``tables/<study>/aggregate.csv``
+for the measured medians), a models.json (or a directory holding one, as ``perfsweep models --out``
+writes), or an Extra-P input (text, JSON, JSON Lines or a CUBE directory), which is modelled here as
+the pipeline models a study (``BOOTSTRAP`` resamples of the repetitions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfsweep import layout
+from perfsweep.errors import CompareError
+from perfsweep.modeling import FitOptions
+from perfsweep.modeling.extrap_io import read_extrap
+from perfsweep.modeling.extrap_models import fit_extrap
+from perfsweep.modeling.model import Model
+from perfsweep.modeling.predict import _check_model, entry_model, load_entry
+from perfsweep.modeling.terms import Term
+
+BOOTSTRAP = 40  # resamples when an Extra-P input is modelled here (as pipeline.BOOTSTRAP)
+EXTRAP_STUDY = "input"  # the one study of an Extra-P input (so that two inputs' call paths match)
+MODELS_JSON = layout.file_name("models", "models_json")  # also in a folder of its own
+
+
+def _layout(root: Path) -> dict[str, tuple[Path, Path]]:
+    """Where a results directory keeps each study's models and aggregate table (perfsweep.layout):
+    {study: (its models.json, its aggregate.csv)}."""
+    return layout.study_models(root)
+
+
+def _is_results_dir(root: Path) -> bool:
+    return root.is_dir() and layout.models_dir(root).is_dir()
+
+
+def is_results(side: Side) -> bool:
+    """Whether the side was read from a results directory (not a single file)."""
+    return _is_results_dir(Path(side.path))
+
+
+@dataclass
+class Entry:
+    model: Model
+    points: np.ndarray  # measured configurations (N x parameters) ...
+    medians: np.ndarray  # ... and their medians (or the model's means where no aggregate is at hand)
+    source: str  # the file it came from
+
+
+@dataclass
+class Side:
+    path: str
+    studies: dict[str, dict[tuple[str, str], Entry]]
+    params: dict[str, list[str]]  # per study its varied parameters
+    files: dict[str, str]  # per study the file it was read from
+
+
+def load_side(path: str | os.PathLike[str]) -> Side:
+    """A results directory, a models.json (or a directory holding one) or an Extra-P input."""
+    root = Path(path)
+    if not root.exists():
+        raise CompareError(f"{root}: no such file or directory")
+    if _is_results_dir(root):
+        found = _layout(root)
+        if not found:
+            raise CompareError(f"{root}: a results directory without models (no {layout.pattern('models', 'models_json')}): "
+                               "run the sweep (perfsweep run) until its models stage has written them")
+        side = Side(str(root), {}, {}, {})
+        for study, (file, aggregate) in found.items():
+            _add_models(side, file, study, aggregate)
+        return side
+    if root.is_dir() and (root / MODELS_JSON).is_file():
+        root = root / MODELS_JSON
+    if root.is_file() and root.suffix == ".json" and _is_models_json(root):
+        side = Side(str(path), {}, {}, {})
+        _add_models(side, root, None, None)
+        return side
+    return _extrap_side(root)
+
+
+def _is_models_json(path: Path) -> bool:
+    try:
+        head = path.read_bytes()[:4096].lstrip()
+    except OSError:
+        return False
+    return head.startswith(b"[") and (b'"model"' in head or head.rstrip() in (b"[", b"[]"))
+
+
+def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | None) -> None:
+    try:
+        entries = json.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        load_entry(file)  # its one-line error
+        raise
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"{file}: not a valid models.json ({str(exc).splitlines()[0][:200]})") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise CompareError(f"{file}: not a valid models.json (not a list of model entries)")
+    if not entries:
+        raise CompareError(f"{file}: no models (the study's models.csv beside it says why)")
+    medians = _medians(aggregate) if aggregate is not None and aggregate.is_file() else None
+    terms: dict = {}  # one Term object per distinct term of the file (resamples share them)
+    for k, e in enumerate(entries):
+        region, metric = e.get("region"), e.get("metric")
+        if not isinstance(region, str) or not isinstance(metric, str):
+            raise CompareError(f"{file}: entry {k}: region {region!r} / metric {metric!r} are not names")
+        try:  # every check of perfsweep predict; damage in its words (load_entry reads the file again)
+            model = _entry_model(e, file, terms)
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError, ArithmeticError) as exc:
+            load_entry(file, region, metric)
+            raise CompareError(f"{file}: region {region!r}, metric {metric!r}: not a valid model "
+                               f"({type(exc).__name__} {str(exc)[:120]})") from None
+        name = study or str(e.get("study") or file.parent.name)
+        names = side.params.setdefault(name, list(model.param_names))
+        if names != list(model.param_names):
+            raise CompareError(f"{file}: {region}/{metric}: parameters {', '.join(model.param_names)} differ "
+                               f"from the study's other models ({', '.join(names)})")
+        side.files[name] = str(file)
+        points, values = np.asarray(model.points, float), np.asarray(model.values, float)
+        if medians is not None and (region, metric) in medians:
+            table = medians[region, metric]
+            if all(p in table for p in names):
+                points, values = table[names].to_numpy(float), table["median"].to_numpy(float)
+        if not values.size:
+            points = np.empty((0, len(names)))
+        side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
+                                                                    values, str(file))
+
+
+def _entry_model(e: dict, file: Path, terms: dict) -> Model:
+    """predict.entry_model with the resampled models' terms read once per distinct term: Fraction
+    parsing was 70 % of the time of loading 1,000 call paths of 41 models each."""
+    boots = e["model"].get("bootstrap") or []
+    model = entry_model({**e, "model": {**e["model"], "bootstrap": []}}, file)
+
+    def term(data: list) -> Term:
+        key = tuple(tuple(f) for f in data)
+        if key not in terms:
+            terms[key] = Term.from_list(data)
+        return terms[key]
+
+    model.bootstrap = [Model(model.param_names, [term(t) for t in b["terms"]], np.asarray(b["coefficients"], dtype=float),
+                             reciprocal=model.reciprocal) for b in boots]
+    _check_model(model, f"{file}: region {e['region']!r}, metric {e['metric']!r}: model")
+    return model
+
+
+def _medians(aggregate: Path) -> dict[tuple[str, str], pd.DataFrame] | None:
+    """The aggregate's design points (validation points too: they are measurements) per (region, metric)."""
+    try:
+        agg = pd.read_csv(aggregate)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise CompareError(f"{aggregate}: not a readable aggregate table ({str(exc).splitlines()[0][:160]})") from None
+    if not {"region", "metric", "median"} <= set(agg.columns):
+        raise CompareError(f"{aggregate}: not an aggregate table (needs columns region, metric, median)")
+    if "oversubscribed" in agg:
+        agg = agg[~agg["oversubscribed"].astype(str).str.lower().isin(("true", "1"))]
+    return {key: g for key, g in agg.groupby(["region", "metric"], sort=False)}
+
+
+def _extrap_side(path: Path) -> Side:
+    if path.is_dir() and not any(path.iterdir()):
+        raise CompareError(f"{path}: an empty directory: no models (give a results directory, a models.json "
+                           "or an Extra-P input)")
+    if path.is_dir() and not any(path.glob("*/*.cubex")) and not any(path.glob("*.cubex")):
+        raise CompareError(f"{path}: no models: neither a results directory ({layout.pattern('models', 'models_json')}), "
+                           "a directory with a models.json, nor a directory of CUBE profiles")
+    read_extrap(path)  # its format errors, one line each, before the modelling
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table, entries = fit_extrap(path, FitOptions(bootstrap=BOOTSTRAP))
+    if not entries:
+        why = "; ".join(sorted(set(table["reason"].astype(str)))) if len(table) else "no call paths"
+        raise CompareError(f"{path}: no models ({why})")
+    side = Side(str(path), {EXTRAP_STUDY: {}}, {}, {EXTRAP_STUDY: str(path)})
+    for e in entries:
+        model = Model.from_dict(e["model"])
+        side.params[EXTRAP_STUDY] = list(model.param_names)
+        side.studies[EXTRAP_STUDY][(e["region"], e["metric"])] = Entry(model, np.asarray(model.points, float),
+                                                                       np.asarray(model.values, float), str(path))
+    return side

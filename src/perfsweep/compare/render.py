@@ -1,0 +1,87 @@
+"""The table of ``perfsweep compare`` as text (the terminal), md, csv or json: :func:`render`."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from perfsweep.compare.judge import CompareResult
+from perfsweep.tables import to_markdown
+
+COLUMNS = ["verdict", "study", "region", "metric", "ratio", "interval", "relative", "share", "impact", "scaling",
+           "orders_a", "orders_b", "target", "notes"]
+
+
+def display_table(result: CompareResult) -> pd.DataFrame:
+    """The table of text, md and the HTML page: ``COLUMNS``, with the columns of statistics that are no
+    field of a row (``Row.extra``) before the notes."""
+    extra = list(dict.fromkeys(k for r in result.rows for k in r.extra))
+    rows = []
+    for r in result.rows:
+        rows.append({
+            "verdict": r.verdict + ("" if r.gated else " (not gating)"),
+            "study": r.study, "region": r.region, "metric": r.metric,
+            "ratio": f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "-",
+            "interval": f"[{r.low:.3f}, {r.high:.3f}]" if math.isfinite(r.low) else "-",
+            "relative": "-" if r.shift == 1.0 else f"{r.relative:.3f}" + (
+                f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else ""),
+            "share": f"{r.share:.1%}", "impact": f"{r.impact:+.1%}" if math.isfinite(r.impact) else "-",
+            "scaling": r.scaling, "orders_a": r.orders_a, "orders_b": r.orders_b,
+            "target": ", ".join(f"{k}={v:g}" for k, v in r.target.items()),
+            **{k: _cell(r.extra.get(k)) for k in extra},
+            "notes": "; ".join(n for n in r.notes if not n.startswith(("not gating", "scaling class worse", "judged"))),
+        })
+    return pd.DataFrame(rows, columns=COLUMNS[:-1] + extra + COLUMNS[-1:])
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}" if math.isfinite(value) else "-"
+    return "-" if value is None else str(value)
+
+
+def summary_lines(result: CompareResult) -> list[str]:
+    c = result.counts()
+    gated = len(result.rows) - c["not gated"]
+    lines = [f"# compare A = {result.a}  B = {result.b}",
+             f"# {len(result.rows)} rows ({gated} gating: share >= {result.min_share:.0%} of the total at the target); "
+             f"threshold {result.threshold:.1%}, Holm-corrected at alpha {result.alpha:g}, "
+             f"{result.level:.0%} intervals of B/A"]
+    lines.append("# " + ", ".join(f"{k}: {v}" for k, v in c.items()))
+    for study, shift in result.shifts.items():
+        if shift != 1.0:
+            lines.append(f"# study {study}: common shift B/A x{shift:.3f} (the median row; the host's speed or a change "
+                         "of everything): verdicts judge each row's ratio relative to it (--absolute: the raw ratios)")
+    for side, what, name in result.one_sided:
+        lines.append(f"# only in {side} ({result.a if side == 'A' else result.b}): {what} {name}")
+    if result.param_map:
+        lines.append("# parameters mapped: " + ", ".join(f"{k} (A) = {v} (B)" for k, v in result.param_map.items()))
+    code = result.exit_code()
+    lines.append("# result: " + ("REGRESSION (exit 1): " + ", ".join(
+        f"{r.study}/{r.region}/{r.metric}" for r in result.rows if r.gates()) if code else "no gated regression (exit 0)"))
+    return lines
+
+
+def render(result: CompareResult, fmt: str = "text") -> str:
+    """The table as text (terminal), md, csv or json."""
+    if fmt == "json":
+        return json.dumps({"a": result.a, "b": result.b, "threshold": result.threshold, "alpha": result.alpha,
+                           "level": result.level, "min_share": result.min_share, "param_map": result.param_map,
+                           "correction": "holm", "absolute": result.absolute, "shifts": result.shifts,
+                           "exit_code": result.exit_code(), "counts": result.counts(),
+                           "one_sided": [{"side": s, "what": w, "name": n} for s, w, n in result.one_sided],
+                           "rows": [_strict(r.record()) for r in result.rows]}, indent=1) + "\n"
+    if fmt == "csv":
+        return result.table().to_csv(index=False)
+    table = display_table(result)
+    head = "\n".join(summary_lines(result)) + "\n"
+    if fmt == "md":
+        return head + "\n" + (to_markdown(table) if len(table) else "(no rows)\n")
+    return head + (table.to_string(index=False) if len(table) else "(no rows)") + "\n"
+
+
+def _strict(d: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

@@ -1,0 +1,258 @@
+"""The statistics of a row of ``perfsweep compare``: each one function of the :class:`Pair` (one study,
+region and metric of both sweeps at the target) returning its columns, all listed in ``STATISTICS``.
+
+A row's columns are what the functions in ``STATISTICS`` return, in that order, merged: the names of
+:class:`~perfsweep.compare.judge.Row`'s fields fill those fields (and the verdict reads them); any
+other name is a column of its own (``Row.extra``), written after the built-in ones by every format
+(``--format csv``, ``json``; text and md before ``notes``; the HTML page's table). A ``notes`` list
+is added to the row's notes. Two statistics may not return the same name. Adding a statistic is a
+function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "How to add a statistic").
+
+- **ratio** (:func:`ratio`): B/A of the two models' predictions at the target (``--at``; default per
+  study: the largest configuration both sweeps measured, else the largest values both ranges reach),
+  with its ``level`` interval from the resampled models both sweeps carry (the pipeline's resamples of
+  the repetitions, each modelled anew, form chosen included, with the scatter between configurations
+  that the repetitions do not show: modeling.consensus): log B/A is taken as normal with the variance
+  of log A's plus log B's resampled predictions (the two sweeps are independent). Adding each model's
+  ``scatter`` once more (the interval of two new measurements) counted it twice: on four pairs of
+  tiny ljmd sweeps under a load of 6-12 on 2 cores it left a region slowed by 20 % inconclusive
+  ([1.10, 1.80] where it is [1.21, 1.63] without), and the replicate pairs gave no false alarm
+  either way. Using the stored resamples costs one evaluation per resample and keeps 1,000 call
+  paths within seconds (bench/compare_scale.py); refitting both sweeps per resample would cost minutes.
+- **share** (:func:`share`) of the row at the target: its larger prediction over the total time
+  (region ``all``'s time where the side has it, else the sum of the regions' times; for a metric that
+  is not a time, the total of that metric); **impact**: the change B - A over A's total, by which the
+  table is sorted.
+- **scaling class** (:func:`scaling`): the lead orders per parameter of A's and B's reported model
+  (modeling.compare.lead_orders) and their *class*: ``same`` where they agree over the range both
+  measured (compare.orders_agree); where they do not, ``worse`` (B grows faster in some parameter by
+  more than compare.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
+  ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
+  reproduce their own lead order in at least compare.STABLE of their resamples (lead_share), and in
+  the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
+  tolerance) B's resampled models grow faster (slower) than A's in at least 95 % of the pairs of
+  resamples (A's i, B's j), the growth measured over the range both sweeps measured (compare.growth).
+  Otherwise ``class uncertain``: the resamples of the two sweeps overlap in form.
+  (A first rule, fewer than compare.SUPPORT of either side's resamples reaching the other's lead
+  order, left the n^2 pass of ljmd --all-pairs uncertain where 15 % of the noisy "before" sweep's
+  resamples reached n^(3/2) log2(n)^2, and called two replicate sweeps' n^(2/3) log2(n)^2 and n^(3/2)
+  a confident change at 5 %.)
+
+The verdict's test works on the rows of a study together, after its common shift
+(:mod:`perfsweep.compare.judge`): :func:`threshold_p_value` (the two one-sided tests of "beyond the
+threshold" on the ratio's log and ``se``) and :func:`holm` (the correction among the gating rows).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Callable
+
+import numpy as np
+
+from perfsweep.compare.load import Entry
+from perfsweep.modeling import compare as lead
+from perfsweep.modeling.model import Model
+from perfsweep.modeling.predict import is_rate_metric
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One study, region and metric of both sweeps, at the target: what every statistic sees."""
+    study: str
+    region: str
+    metric: str
+    a: Entry
+    b: Entry
+    names: list[str]  # B's parameter names (the target's order)
+    order: list[int]  # per parameter of B, A's column
+    target: np.ndarray  # in B's parameter order
+    predicted_a: float  # A's model at the target (in A's parameter order)
+    predicted_b: float
+    resampled_a: np.ndarray  # A's resampled models at the target
+    resampled_b: np.ndarray
+    total_a: float  # the total of the row's metric at the target (NaN: none)
+    total_b: float
+    level: float  # of the intervals
+    threshold: float  # smallest change that counts
+
+
+def predict_at(model: Model, x: np.ndarray, cache: dict | None = None) -> float:
+    """The model at one point ``x``; each term evaluated once per ``cache`` (resamples share terms)."""
+    cache = {} if cache is None else cache
+    total = float(model.coefficients[0])
+    for c, term in zip(model.coefficients[1:], model.terms):
+        value = cache.get(id(term))  # (the terms outlive the cache)
+        if value is None:
+            with np.errstate(all="ignore"):
+                value = cache[id(term)] = float(term.values(x[None])[0])
+        total += float(c) * value
+    return (1.0 / total if total else math.inf) if model.reciprocal else total
+
+
+def resampled(model: Model, x: np.ndarray) -> np.ndarray:
+    """The model's resampled models at one point ``x``."""
+    cache: dict = {}
+    return np.array([predict_at(b, x, cache) for b in model.bootstrap])
+
+
+# --- the statistics ----------------------------------------------------------------------------------------------
+
+
+def ratio(pair: Pair) -> dict[str, Any]:
+    """B/A at the target and its ``level`` interval; ``se``: the standard error of log B/A."""
+    ea, eb = pair.a, pair.b
+    pa, pb, ra, rb = pair.predicted_a, pair.predicted_b, pair.resampled_a, pair.resampled_b
+    notes: list[str] = []
+    value = pb / pa if pa != 0 else math.nan
+    se = math.nan
+    if pa > 0 and pb > 0 and len(ra) > 1 and len(rb) > 1 and np.all(ra > 0) and np.all(rb > 0):
+        se = math.hypot(float(np.std(np.log(ra), ddof=1)), float(np.std(np.log(rb), ddof=1)))
+    elif len(ra) > 1 and len(rb) > 1 and pa > 0 and pb > 0:  # a resample not positive: delta method
+        se = math.hypot(float(np.std(ra, ddof=1)) / pa, float(np.std(rb, ddof=1)) / pb)
+    if not (len(ea.model.bootstrap) and len(eb.model.bootstrap)):
+        notes.append("no resamples on " + ("both sides" if not (ea.model.bootstrap or eb.model.bootstrap)
+                                             else "side A" if not ea.model.bootstrap else "side B")
+                     + ": no interval (fitted without repetitions)")
+    if not (pa > 0 and pb > 0):
+        notes.append(f"prediction not positive at the target (A {pa:.3g}, B {pb:.3g}): no ratio test")
+    z = NormalDist().inv_cdf(0.5 + pair.level / 2)
+    log_r = math.log(value) if value > 0 else math.nan
+    low, high = (math.exp(log_r - z * se), math.exp(log_r + z * se)) if math.isfinite(se) else (math.nan, math.nan)
+    return {"ratio": value, "low": low, "high": high, "se": se, "notes": notes}
+
+
+def share(pair: Pair) -> dict[str, Any]:
+    """The row's share of its metric's total at the target (the larger side's), and its impact."""
+    pa, pb, total_a, total_b = pair.predicted_a, pair.predicted_b, pair.total_a, pair.total_b
+    value = max(abs(pa) / total_a if total_a else math.nan, abs(pb) / total_b if total_b else math.nan)
+    impact = (pb - pa) / total_a if total_a else math.nan
+    return {"share": value if math.isfinite(value) else 0.0, "impact": impact}
+
+
+def scaling(pair: Pair) -> dict[str, Any]:
+    """Both models' lead orders (A's parameters named as B's), their lead shares, and the scaling class."""
+    a, b = pair.a.model, pair.b.model
+    return {"orders_a": _orders_text(a, pair.names, pair.order), "orders_b": lead.format_orders(b),
+            "share_a": a.lead_share, "share_b": b.lead_share,
+            "scaling": scaling_class(a, b, pair.names, pair.order, pair.metric)}
+
+
+STATISTICS: tuple[Callable[[Pair], dict[str, Any]], ...] = (ratio, share, scaling)
+
+
+def measure(pair: Pair) -> dict[str, Any]:
+    """Every statistic of ``STATISTICS`` of the pair, in its order: their columns merged, their notes joined."""
+    out: dict[str, Any] = {"notes": []}
+    for statistic in STATISTICS:
+        columns = dict(statistic(pair))
+        out["notes"] += columns.pop("notes", [])
+        twice = sorted(set(columns) & set(out))
+        if twice:
+            raise ValueError(f"statistic {statistic.__name__}: {', '.join(twice)} returned by an earlier one")
+        out.update(columns)
+    return out
+
+
+# --- the scaling class -------------------------------------------------------------------------------------------
+
+
+def _orders_text(model: Model, names: list[str], order: list[int]) -> str:
+    """A's lead orders, its parameters named as B's."""
+    renamed = Model([names[order.index(k)] for k in range(len(names))], model.terms, model.coefficients,
+                    reciprocal=model.reciprocal)
+    return lead.format_orders(renamed)
+
+
+def _renamed_orders(model: Model, names: list[str], order: list[int]) -> dict[str, lead.Order]:
+    a_names = [names[order.index(k)] for k in range(len(names))]
+    return {a_names[model.param_names.index(p)]: o for p, o in lead.lead_orders(model).items()}
+
+
+def scaling_class(a: Model, b: Model, names: list[str], order: list[int], metric: str,
+                  confidence: float = 0.95) -> str:
+    """same / worse / better / changed / class uncertain (see the module's docstring)."""
+    oa, ob = _renamed_orders(a, names, order), lead.lead_orders(b)
+    ranges = _common_ranges(a, b, names, order)
+    if lead.orders_agree(oa, ob, ranges=ranges):
+        return "same"
+    if not (a.lead_share >= lead.STABLE and b.lead_share >= lead.STABLE):  # NaN (no resamples): not stable
+        return "class uncertain"
+    ga, gb = _resampled_growth(a, names, order, ranges), _resampled_growth(b, names, None, ranges)
+    tol = float(lead.EXPONENT_TOLERANCE) + 1e-12
+    faster = slower = False
+    for k, n in enumerate(names):
+        point = _growth(ob[n], ranges.get(n)) - _growth(oa[n], ranges.get(n))
+        diff = gb[:, k][None, :] - ga[:, k][:, None]  # every pair of resamples (A's i, B's j)
+        faster |= bool(point > tol and np.mean(diff > 0) >= confidence)
+        slower |= bool(point < -tol and np.mean(diff < 0) >= confidence)
+    if not (faster or slower):
+        return "class uncertain"
+    if is_rate_metric(metric):  # a rate that falls faster is worse (lead orders of 1/f are negated)
+        faster, slower = slower, faster
+    return "worse" if faster and not slower else "better" if slower and not faster else "changed"
+
+
+def _resampled_growth(model: Model, names: list[str], order: list[int] | None, ranges: lead.Ranges) -> np.ndarray:
+    """Resamples x parameters (B's names): how each resampled model's lead order grows over the range."""
+    rows = []
+    for boot in model.bootstrap:
+        orders = _renamed_orders(boot, names, order) if order is not None else lead.lead_orders(boot)
+        rows.append([_growth(orders[n], ranges.get(n)) for n in names])
+    return np.array(rows, dtype=float).reshape(len(rows), len(names))
+
+
+def _growth(order: lead.Order, span: tuple[float, float] | None) -> float:
+    if span is not None and 1 < span[0] < span[1]:
+        return lead.growth(order, *span)
+    return float(order[0]) + order[1] / 4  # a log2 power as 1/4 (compare.order_distance)
+
+
+def _common_ranges(a: Model, b: Model, names: list[str], order: list[int]) -> lead.Ranges:
+    """Per parameter (B's names) the range both models were measured over (their union where they do
+    not overlap)."""
+    ra, rb = lead.measured_ranges(a), lead.measured_ranges(b)
+    a_names = [names[order.index(k)] for k in range(len(names))]
+    ra = {a_names[a.param_names.index(p)]: v for p, v in ra.items()}
+    out = {}
+    for n in names:
+        if n in ra and n in rb:
+            lo, hi = max(ra[n][0], rb[n][0]), min(ra[n][1], rb[n][1])
+            out[n] = (lo, hi) if lo < hi else (min(ra[n][0], rb[n][0]), max(ra[n][1], rb[n][1]))
+        elif n in ra or n in rb:
+            out[n] = ra.get(n) or rb[n]
+    return out
+
+
+# --- the verdict's test (judge.py applies it to a study's rows after their common shift) -------------------------
+
+
+def threshold_p_value(log_r: float, se: float, band: float) -> float:
+    """The p-value of "the change is beyond the threshold" (``band``: log(1 + threshold)) of a log ratio
+    with standard error ``se``: twice the smaller of the two one-sided tests' (NaN: no test)."""
+    if math.isfinite(se) and se > 0 and math.isfinite(log_r):
+        p_up = _sf((log_r - band) / se)  # H0: ratio <= 1 + t (no increase beyond the threshold)
+        p_down = _sf((-log_r - band) / se)  # H0: ratio >= 1 / (1 + t)
+        return min(1.0, 2 * min(p_up, p_down))
+    if se == 0 and math.isfinite(log_r):
+        return 0.0 if abs(log_r) > band else 1.0
+    return math.nan
+
+
+def _sf(z: float) -> float:
+    """The standard normal's upper tail (exact far out, where 1 - cdf is 0)."""
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (NaN stays NaN and does not count)."""
+    idx = [i for i, p in enumerate(p_values) if math.isfinite(p)]
+    m = len(idx)
+    out = [math.nan] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(sorted(idx, key=lambda i: p_values[i])):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out

@@ -75,7 +75,7 @@ def page(result: CompareResult) -> str:
     parts.append("<p class='muted'>The ratio's interval: log B/A normal with the variance of both sweeps' resampled "
                  "models' log predictions; verdicts judge it relative to the study's common shift (the median row) "
                  "where one is printed, Holm-corrected over the gating rows "
-                 "(perfsweep.modeling.sweep_compare).</p></main></body></html>")
+                 "(perfsweep.compare).</p></main></body></html>")
     return "\n".join(parts)
 
 

@@ -69,7 +69,7 @@ import yaml
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.modeling import Model
 from perfsweep.modeling.compare import format_orders, judge_lead, same_lead_order
-from perfsweep.records import study_records
+from perfsweep.sweep.record import study_records
 from perfsweep.stats import core_seconds
 
 STUDIES = {"full": "T_full", "sparse": "T_sparse", "adaptive": "T_adaptive", "held-out": "T_held_out"}

@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO, snakemake
 from perfsweep import layout
 from perfsweep.cluster.ended import ended_record
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.spec import RunSpec
 
 SRC = REPO / "src" / "perfsweep"
 
@@ -92,9 +92,10 @@ def test_the_cycle_finder_finds_a_cycle_and_reads_every_kind_of_import(tmp_path)
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     graph = import_graph()
     # an import at the top, one under TYPE_CHECKING (runspec's annotations) and a submodule by name
-    assert "perfsweep.runspec" in graph["perfsweep.runner"]
-    assert "perfsweep.config" in graph["perfsweep.runspec"]
-    assert "perfsweep.layout" in graph["perfsweep.cli"]
+    assert "perfsweep.sweep.spec" in graph["perfsweep.sweep.run"]
+    assert "perfsweep.config" in graph["perfsweep.sweep.spec"]
+    assert "perfsweep.layout" in graph["perfsweep.cli.records"]
+    assert "perfsweep.cli.arguments" in graph["perfsweep.cli"]
     # one inside a function (apps.scorep reads a Score-P profile with the CUBE reader only when it has one)
     assert "perfsweep.cube" in graph["perfsweep.apps.scorep"]
 
@@ -119,23 +120,43 @@ def test_the_pure_modules_import_no_sweep_machinery():
 
     for pure in ("perfsweep.layout", "perfsweep.errors", "perfsweep.values", "perfsweep.stats"):
         assert reach(pure) <= {"perfsweep.layout", "perfsweep.errors", "perfsweep.values"}, pure
-    assert "perfsweep.config" not in reach("perfsweep.designs")
-    assert "perfsweep.config" not in reach("perfsweep.records")
+    assert "perfsweep.config" not in reach("perfsweep.sweep.designs")
+    assert "perfsweep.config" not in reach("perfsweep.sweep.record")
     # the apps a run launches read their profiles with the CUBE reader below the modeler, not through it
     for app in (m for m in MODULES if m.startswith("perfsweep.apps.")):
         assert not {m for m in reach(app) if m.startswith("perfsweep.modeling")}, app
 
 
-def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery():
-    """`python -m perfsweep.runner` starts once per run: it imports what executes a spec, not what builds
-    one (config, designs: jsonschema, yaml, numpy) or fits models."""
-    code = ("import sys, perfsweep.runner; print(' '.join(sorted(m for m in sys.modules if m.startswith("
+@pytest.mark.parametrize("module", ["perfsweep.runner", "perfsweep.sweep.run"])
+def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery(module):
+    """`python -m perfsweep.runner` (the run rule's command, which runs perfsweep.sweep.run) starts once per
+    run: it imports what executes a spec, not what builds one (config, designs: jsonschema, yaml, numpy),
+    the front end (perfsweep.cli) or what fits models."""
+    code = (f"import sys, {module}; print(' '.join(sorted(m for m in sys.modules if m.startswith("
             "('perfsweep', 'yaml', 'jsonschema', 'numpy', 'pandas', 'scipy')))))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                 cwd=REPO).stdout.split())
-    assert {"perfsweep.runner", "perfsweep.runspec", "perfsweep.cluster.ended"} <= loaded
-    assert not loaded & {"perfsweep.config", "perfsweep.designs", "perfsweep.modeling", "yaml", "jsonschema",
-                         "numpy", "pandas", "scipy"}, loaded
+    assert {"perfsweep.sweep.run", "perfsweep.sweep.spec", "perfsweep.cluster.ended"} <= loaded
+    assert not loaded & {"perfsweep.config", "perfsweep.sweep.designs", "perfsweep.sweep.estimate",
+                         "perfsweep.cli", "perfsweep.modeling", "yaml", "jsonschema", "numpy", "pandas",
+                         "scipy"}, loaded
+
+
+def test_the_run_rule_starts_the_runner_by_the_command_its_records_were_made_with():
+    """Snakemake stores the run rule's shell command with every record and measures a record again when the
+    text changes ("Code has changed"): the command stays `python -m perfsweep.runner`, an entry point that
+    runs perfsweep.sweep.run and that nothing imports."""
+    rules = (REPO / "workflow" / "rules" / "run.smk").read_text()
+    assert rules.count("-m perfsweep.runner ") == 2
+    assert not [m for m, deps in import_graph().items() if "perfsweep.runner" in deps]
+
+
+def test_nothing_below_the_front_end_imports_it():
+    """perfsweep.cli translates arguments into calls of the package: the arrows point from it, never to it."""
+    graph = import_graph()
+    up = sorted(f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("perfsweep.cli")
+                for d in deps if d == "perfsweep.cli" or d.startswith("perfsweep.cli."))
+    assert up == []
 
 
 # Function-level imports: only of a heavy or optional dependency, each with its reason in a comment on

@@ -1,5 +1,5 @@
 """A run's spec, built while the workflow plans (workflow/rules/common.smk) and read by the runner that
-executes it (perfsweep.runner): what the run launches (command, launcher, inside a SLURM job the
+executes it (perfsweep.sweep.run): what the run launches (command, launcher, inside a SLURM job the
 cluster launcher's command), how its output is read, where its attempts are archived. Its JSON text is
 a param of the run job, so a changed launch measures the run again (RunSpec.launched: which records a
 spec's launch made).

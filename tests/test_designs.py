@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from perfsweep.sweep import adapt, estimate, plan
 from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
+from perfsweep.sweep import adapt, estimate, plan
 from perfsweep.sweep.record import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
 from perfsweep.sweep.spec import RunSpec
 

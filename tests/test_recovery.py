@@ -11,8 +11,8 @@ import time
 import pytest
 
 from perfsweep import layout
-from perfsweep.sweep import recover
 from perfsweep.errors import DamagedRecord
+from perfsweep.sweep import recover
 from perfsweep.sweep.record import OTHER_LAUNCH, check_record, path_fields, set_aside, write_json_atomic
 
 REC = {"schema": "perfsweep.run/1", "run_id": "s/n=2_m=0.5/rep1", "study": "s", "config_id": "n=2_m=0.5",

@@ -11,9 +11,9 @@ import yaml
 
 from conftest import BIN
 from perfsweep import layout, stats
-from perfsweep.sweep import plan, rounds
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
+from perfsweep.sweep import plan, rounds
 
 # An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
 # 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.
@@ -259,7 +259,7 @@ def test_the_html_report_comes_with_the_last_snakemake_run(tmp_path):
 def test_a_users_report_is_written_by_the_last_start_only():
     """Snakemake given --report only writes a report: a user's ``-- --report r.zip`` must not reach the rounds'
     starts; it replaces the default report.html of the last start (with --report-after-run)."""
-    from perfsweep.cli import _own_report
+    from perfsweep.cli.run import _own_report
     from perfsweep.errors import UserError
 
     assert _own_report(["-q", "--report", "r.zip", "--report-after-run", "t.csv"], "d.html") == (["-q", "t.csv"], "r.zip")

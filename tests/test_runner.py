@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from conftest import runner_argv
-from perfsweep.config import load_config
 from perfsweep.cluster.launch import resolve
+from perfsweep.config import load_config
 from perfsweep.sweep.run import execute, main
 from perfsweep.sweep.spec import RunSpec
 

@@ -30,8 +30,8 @@ import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, PROCESSES, RUN_METRICS, ParamSpec
 from perfsweep.apps.scorep import template_error
-from perfsweep.sweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.errors import ConfigError, DuplicateKey
+from perfsweep.sweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.values import Configuration, format_value
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)

@@ -9,12 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from perfsweep.sweep.designs import max_size
 from perfsweep.modeling.fit import MIN_VALUES
+from perfsweep.stats import core_seconds
+from perfsweep.sweep.designs import max_size
 from perfsweep.sweep.plan import add_planned_points, planned_repetitions, read_points
 from perfsweep.sweep.record import OTHER_LAUNCH, study_records
 from perfsweep.sweep.spec import RunSpec
-from perfsweep.stats import core_seconds
 
 
 ASSUMED_SECONDS = 1.0  # wall seconds per run and process where no record of the study exists

@@ -29,11 +29,11 @@ import math
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from perfsweep.sweep.adapt import next_round
 from perfsweep.layout import REPETITIONS_FILE, plan_file
+from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
+from perfsweep.sweep.adapt import next_round
 from perfsweep.sweep.plan import add_planned_points, planned_repetitions
 from perfsweep.sweep.record import study_records, write_json_atomic
-from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
 
 MAX_ROUNDS = 8
 

@@ -69,8 +69,8 @@ import yaml
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.modeling import Model
 from perfsweep.modeling.compare import format_orders, judge_lead, same_lead_order
-from perfsweep.records import study_records
 from perfsweep.stats import core_seconds
+from perfsweep.sweep.record import study_records
 
 STUDIES = {"full": "T_full", "sparse": "T_sparse", "adaptive": "T_adaptive", "held-out": "T_held_out"}
 GRID = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5], "c": [1.5, 1.75, 2.0, 2.25, 2.5]}

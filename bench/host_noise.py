@@ -7,7 +7,7 @@ it means for the CV target of issue 17.
 Runs the same configuration ``--runs`` times at ``--steps`` (default: config/config.yaml's) and at 4x as
 many steps, with config/config.yaml's launcher (ranks pinned to cores), interleaved (so
 both lengths see the same moments of the machine), each through perfsweep's own launch and record
-(perfsweep.runner: RunSpec.build from a config, execute), and prints per length the mean application
+(perfsweep.sweep.run: RunSpec.build from a config, execute), and prints per length the mean application
 time and the CV of the runs. With per-run noise sigma, two repetitions have a CV below 10 % with
 probability erf(0.1 / (sigma sqrt 2)) (|a - b| / (sqrt 2 mean) ~ sigma |Z|): that is the share of
 configurations of a sweep with k = 2 that can meet "CV < 10 %" on this machine at that run length,
@@ -29,8 +29,8 @@ import tempfile
 import time
 
 from perfsweep.config import REPO_ROOT, SweepConfig, load_config, load_config_file
-from perfsweep.runner import execute
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.run import execute
+from perfsweep.sweep.spec import RunSpec
 
 DEFAULT = load_config_file(REPO_ROOT / "config" / "config.yaml")  # its launcher and ljmd steps
 

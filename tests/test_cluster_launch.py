@@ -14,8 +14,8 @@ from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
 from perfsweep.cluster.launch import MPIEXEC, ClusterSettings, expand_hostlist, parse_job, placement, resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.runner import main
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.run import main
+from perfsweep.sweep.spec import RunSpec
 
 # `scontrol show job -d -o 20` of a 2-node job on the local cluster (SLURM 22.05), shortened
 SCONTROL = ("JobId=20 JobName=x UserId=root(0) JobState=RUNNING Partition=debug NodeList=n[1-2] BatchHost=n1 NumNodes=2 "
@@ -220,7 +220,7 @@ def test_the_failure_record_waits_for_a_runner_still_in_flight_and_keeps_its_rec
     import time
 
     from perfsweep.layout import record_lock
-    from perfsweep.recovery import hold_lock, release_lock
+    from perfsweep.sweep.recover import hold_lock, release_lock
 
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "results" / "runs" / "s" / "n=1" / "rep0.json"

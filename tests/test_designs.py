@@ -1,4 +1,4 @@
-"""Experiment designs (perfsweep.designs): which configurations a study measures, adaptive rounds,
+"""Experiment designs (perfsweep.sweep.designs): which configurations a study measures, adaptive rounds,
 and ``perfsweep plan``. The incremental behaviour with the real Snakemake is in
 tests/test_designs_incremental.py."""
 
@@ -10,12 +10,12 @@ import sys
 import numpy as np
 import pytest
 
-from perfsweep import adaptive, plan_state, planning
 from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.records import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep import adapt, estimate, plan
+from perfsweep.sweep.record import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
+from perfsweep.sweep.spec import RunSpec
 
 PERFSWEEP = [str(__import__("pathlib").Path(sys.executable).with_name("perfsweep"))]
 
@@ -181,15 +181,15 @@ def test_adaptive_round_adds_the_points_where_the_models_disagree_and_stops(tmp_
     study = sweep.study("s")
     start = study.configurations()
     assert len(start) == 9
-    assert adaptive.next_round(sweep, tmp_path) is False  # nothing measured yet: nothing to decide on
+    assert adapt.next_round(sweep, tmp_path) is False  # nothing measured yet: nothing to decide on
     write_records(tmp_path, study, start, product)
-    assert adaptive.next_round(sweep, tmp_path) is True
-    state = json.loads(plan_state.points_path(tmp_path, "s").read_text())
+    assert adapt.next_round(sweep, tmp_path) is True
+    state = json.loads(plan.points_path(tmp_path, "s").read_text())
     added = state["points"]
     assert len(added) == 2 and not set(added) & {c.config_id for c in start}
     assert state["rounds"][0]["added"] == added and state["rounds"][0]["lead"]
-    assert adaptive.next_round(sweep, tmp_path) is False  # the added points are not measured yet
-    plan_state.add_planned_points(sweep)  # what the workflow does while it plans
+    assert adapt.next_round(sweep, tmp_path) is False  # the added points are not measured yet
+    plan.add_planned_points(sweep)  # what the workflow does while it plans
     now = study.configurations()
     assert {c.config_id for c in now} == {c.config_id for c in start} | set(added)
     grid = {c.config_id: c.params for c in study.grid()}
@@ -197,14 +197,14 @@ def test_adaptive_round_adds_the_points_where_the_models_disagree_and_stops(tmp_
     for _ in range(5):  # measure what each round adds until the design stops
         write_records(tmp_path, study, [c for c in study.configurations() if c.config_id not in
                                         {p.name for p in (tmp_path / "runs" / "s").iterdir()}], product)
-        if not adaptive.next_round(sweep, tmp_path):
+        if not adapt.next_round(sweep, tmp_path):
             break
-        plan_state.add_planned_points(sweep)
-    state = json.loads(plan_state.points_path(tmp_path, "s").read_text())
+        plan.add_planned_points(sweep)
+    state = json.loads(plan.points_path(tmp_path, "s").read_text())
     assert state["stopped"] in ("lead terms stable", "all rounds done")
     assert sum(1 for r in state["rounds"] if r["added"]) <= 3
     assert state["rounds"][-1]["lead"] == "n * m^2"  # the product was found from lines and added points
-    assert adaptive.next_round(sweep, tmp_path) is False  # stopped: again, nothing to add
+    assert adapt.next_round(sweep, tmp_path) is False  # stopped: again, nothing to add
 
 
 def test_adaptive_stops_when_its_budget_is_spent(tmp_path):
@@ -213,8 +213,8 @@ def test_adaptive_stops_when_its_budget_is_spent(tmp_path):
                                      results=tmp_path, k=3))
     study = sweep.study("s")
     write_records(tmp_path, study, study.configurations(), product, wall=1.0)  # 27 s > 3.6 s
-    assert adaptive.next_round(sweep, tmp_path) is False
-    state = json.loads(plan_state.points_path(tmp_path, "s").read_text())
+    assert adapt.next_round(sweep, tmp_path) is False
+    state = json.loads(plan.points_path(tmp_path, "s").read_text())
     assert state["stopped"] == "budget spent" and state["points"] == []
     assert state["rounds"][0]["core_hours"] == pytest.approx(27 / 3600)
 
@@ -224,27 +224,27 @@ def test_an_adaptive_design_without_a_model_stops_and_says_why(tmp_path, capsys)
     sweep = load_config(sweep_config(vary, {"kind": "adaptive", "extra": 1}, results=tmp_path, k=2))
     study = sweep.study("s")
     write_records(tmp_path, study, study.configurations(), lambda p: 1.0 + p["m"], k=2)
-    assert adaptive.next_round(sweep, tmp_path) is False
-    state = json.loads(plan_state.points_path(tmp_path, "s").read_text())
+    assert adapt.next_round(sweep, tmp_path) is False
+    state = json.loads(plan.points_path(tmp_path, "s").read_text())
     assert state["points"] == [] and state["stopped"].startswith("no model of the run time (parameter values must be")
     assert "the adaptive design adds no points: no model of the run time" in capsys.readouterr().out
-    assert adaptive.next_round(sweep, tmp_path) is False  # decided on these points: not again
-    (line,) = [l for l in planning.plan_lines(sweep) if l.startswith("  s:")]
+    assert adapt.next_round(sweep, tmp_path) is False  # decided on these points: not again
+    (line,) = [l for l in estimate.plan_lines(sweep) if l.startswith("  s:")]
     assert "up to" not in line and "its rounds stopped: no model of the run time" in line
 
 
 def test_a_damaged_points_file_is_named_not_planned_anew(tmp_path):
     from perfsweep.errors import UserError
 
-    assert plan_state.read_points(tmp_path, "s")["points"] == []  # none yet: a new design
-    path = plan_state.points_path(tmp_path, "s")
+    assert plan.read_points(tmp_path, "s")["points"] == []  # none yet: a new design
+    path = plan.points_path(tmp_path, "s")
     path.parent.mkdir(parents=True)
     for text, what in (("{not json", "not a readable plan file"), ("[1]", "not a JSON object"),
                        ('{"points": 3}', "'points' is not a list of configuration ids"),
                        ('{"points": [[1, 2]]}', "'points' is not a list of configuration ids")):
         path.write_text(text)
         with pytest.raises(UserError, match=f"^{re.escape(str(path))}: .*{re.escape(what)}"):
-            plan_state.read_points(tmp_path, "s")
+            plan.read_points(tmp_path, "s")
 
 
 def test_disagreement_is_the_spread_of_the_resampled_models():
@@ -254,7 +254,7 @@ def test_disagreement_is_the_spread_of_the_resampled_models():
     x = np.array([[v] for v in (1, 2, 3, 4, 5.0)])
     y = (2 + x[:, 0]) [:, None] * (1 + rng.uniform(-0.05, 0.05, (5, 5)))
     model = fit_model(x, y, ["n"], options=FitOptions(bootstrap=20))
-    spread = adaptive.disagreement(model, np.array([[3.0], [50.0]]))
+    spread = adapt.disagreement(model, np.array([[3.0], [50.0]]))
     assert 0 <= spread[0] < spread[1]  # inside the measured range they agree more than far beyond it
 
 
@@ -309,21 +309,21 @@ def test_plan_estimates_only_from_records_of_the_current_launch(tmp_path):
     sweep = load_config(cfg)
     write_records(tmp_path / "results", sweep.study("s"), sweep.study("s").configurations(), product, k=2, wall=9.0,
                   sweep=sweep)
-    plan = planning.plan_study(sweep, sweep.study("s"), seconds=2.0)
+    plan = estimate.plan_study(sweep, sweep.study("s"), seconds=2.0)
     assert plan.core_hours == pytest.approx(2 * 9.0 * (1 + 2 + 1 + 2) / 3600)  # wall time x p, 2 runs each
     assert plan.source == "records of every configuration" and plan.measured == 8
     # the app now steps 40 instead of 10: the records say nothing of the runs to come
     longer = load_config({**cfg, "app": {"name": "ljmd", "args": {"steps": 40}}})
-    plan = planning.plan_study(longer, longer.study("s"), seconds=2.0)
+    plan = estimate.plan_study(longer, longer.study("s"), seconds=2.0)
     assert plan.core_hours == pytest.approx(2 * 2.0 * (1 + 2 + 1 + 2) / 3600)  # the assumed 2 s x p
     assert plan.measured == 0 and plan.to_run_core_hours == plan.core_hours  # Snakemake runs them all again
     assert plan.source == ("assumed 2 s per run and process (no records of this launch yet); "
                            f"8 records {OTHER_LAUNCH} not used and to run again")
-    assert plan.source in "\n".join(planning.plan_lines(longer, 2.0))
+    assert plan.source in "\n".join(estimate.plan_lines(longer, 2.0))
     # one configuration measured again with the new launch: its records, their median for the others
     write_records(tmp_path / "results", longer.study("s"), longer.study("s").configurations()[:1], product, k=2,
                   wall=5.0, sweep=longer)
-    plan = planning.plan_study(longer, longer.study("s"), seconds=2.0)
+    plan = estimate.plan_study(longer, longer.study("s"), seconds=2.0)
     assert plan.core_hours == pytest.approx(2 * 5.0 * 4 / 3600) and plan.measured == 2
     assert plan.source == ("records of 1 configurations, their median for the other 3; "
                            f"6 records {OTHER_LAUNCH} not used and to run again")
@@ -335,7 +335,7 @@ def test_plan_counts_the_repetitions_adaptive_rounds_planned(tmp_path):
     path.write_text(json.dumps(cfg))
     study = load_config(cfg).study("s")
     first = study.configurations()[0].config_id
-    # a round asked for 3 repetitions of one configuration (perfsweep.rounds' state file)
+    # a round asked for 3 repetitions of one configuration (perfsweep.sweep.rounds' state file)
     write_json_atomic(tmp_path / "results" / "plan" / "s" / "repetitions.json", {first: 3})
     out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

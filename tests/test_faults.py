@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from perfsweep import layout
-from perfsweep.records import check_record
+from perfsweep.sweep.record import check_record
 
 pytestmark = pytest.mark.slow
 

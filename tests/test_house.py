@@ -15,7 +15,7 @@ import yaml
 from conftest import REPO, snakemake
 from perfsweep import layout
 from perfsweep.cluster.ended import ended_record
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.spec import RunSpec
 
 SRC = REPO / "src" / "perfsweep"
 
@@ -92,9 +92,10 @@ def test_the_cycle_finder_finds_a_cycle_and_reads_every_kind_of_import(tmp_path)
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
     graph = import_graph()
     # an import at the top, one under TYPE_CHECKING (runspec's annotations) and a submodule by name
-    assert "perfsweep.runspec" in graph["perfsweep.runner"]
-    assert "perfsweep.config" in graph["perfsweep.runspec"]
-    assert "perfsweep.layout" in graph["perfsweep.cli"]
+    assert "perfsweep.sweep.spec" in graph["perfsweep.sweep.run"]
+    assert "perfsweep.config" in graph["perfsweep.sweep.spec"]
+    assert "perfsweep.layout" in graph["perfsweep.cli.records"]
+    assert "perfsweep.cli.compare" in graph["perfsweep.cli"]  # `from perfsweep.cli import compare`: a submodule
     # one inside a function (apps.scorep reads a Score-P profile with the CUBE reader only when it has one)
     assert "perfsweep.cube" in graph["perfsweep.apps.scorep"]
 
@@ -119,8 +120,8 @@ def test_the_pure_modules_import_no_sweep_machinery():
 
     for pure in ("perfsweep.layout", "perfsweep.errors", "perfsweep.values", "perfsweep.stats"):
         assert reach(pure) <= {"perfsweep.layout", "perfsweep.errors", "perfsweep.values"}, pure
-    assert "perfsweep.config" not in reach("perfsweep.designs")
-    assert "perfsweep.config" not in reach("perfsweep.records")
+    assert "perfsweep.config" not in reach("perfsweep.sweep.designs")
+    assert "perfsweep.config" not in reach("perfsweep.sweep.record")
     # the apps a run launches read their profiles with the CUBE reader below the modeler, not through it
     for app in (m for m in MODULES if m.startswith("perfsweep.apps.")):
         assert not {m for m in reach(app) if m.startswith("perfsweep.modeling")}, app
@@ -129,16 +130,127 @@ def test_the_pure_modules_import_no_sweep_machinery():
         assert not {m for m in reach(modeler) if m.startswith("perfsweep.compare")}, modeler
 
 
-def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery():
-    """`python -m perfsweep.runner` starts once per run: it imports what executes a spec, not what builds
-    one (config, designs: jsonschema, yaml, numpy) or fits models."""
-    code = ("import sys, perfsweep.runner; print(' '.join(sorted(m for m in sys.modules if m.startswith("
+@pytest.mark.parametrize("module", ["perfsweep.runner", "perfsweep.sweep.run"])
+def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery(module):
+    """`python -m perfsweep.runner` (the run rule's command, which runs perfsweep.sweep.run) starts once per
+    run: it imports what executes a spec, not what builds one (config, designs: jsonschema, yaml, numpy),
+    the front end (perfsweep.cli) or what fits models."""
+    code = (f"import sys, {module}; print(' '.join(sorted(m for m in sys.modules if m.startswith("
             "('perfsweep', 'yaml', 'jsonschema', 'numpy', 'pandas', 'scipy')))))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                 cwd=REPO).stdout.split())
-    assert {"perfsweep.runner", "perfsweep.runspec", "perfsweep.cluster.ended"} <= loaded
-    assert not loaded & {"perfsweep.config", "perfsweep.designs", "perfsweep.modeling", "yaml", "jsonschema",
-                         "numpy", "pandas", "scipy"}, loaded
+    assert {"perfsweep.sweep.run", "perfsweep.sweep.spec", "perfsweep.cluster.ended"} <= loaded
+    assert not loaded & {"perfsweep.config", "perfsweep.sweep.designs", "perfsweep.sweep.estimate",
+                         "perfsweep.cli", "perfsweep.modeling", "yaml", "jsonschema", "numpy", "pandas",
+                         "scipy"}, loaded
+
+
+def test_the_run_rule_starts_the_runner_by_the_command_its_records_were_made_with():
+    """Snakemake stores the run rule's shell command with every record and measures a record again when the
+    text changes ("Code has changed"): the command stays `python -m perfsweep.runner`, an entry point that
+    runs perfsweep.sweep.run and that nothing imports."""
+    rules = (REPO / "workflow" / "rules" / "run.smk").read_text()
+    assert rules.count("-m perfsweep.runner ") == 2
+    assert not [m for m, deps in import_graph().items() if "perfsweep.runner" in deps]
+
+
+def test_nothing_below_the_front_end_imports_it():
+    """perfsweep.cli translates arguments into calls of the package: the arrows point from it, never to it."""
+    graph = import_graph()
+    up = sorted(f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("perfsweep.cli")
+                for d in deps if d == "perfsweep.cli" or d.startswith("perfsweep.cli."))
+    assert up == []
+
+
+# ---- rooms of one role, in layers: every import runs down (or within its layer), never up
+
+# The layers from the bottom (docs/explanation/architecture.md, "The package's rooms"). A module belongs
+# to the layer of its longest matching prefix; the package's __init__ files that hold only a docstring
+# belong to the base.
+LAYERS = (
+    ("base", ("perfsweep", "layout", "errors", "values", "stats", "tidy")),
+    ("run", ("apps", "cube", "cluster", "runner", "sweep", "sweep.spec", "sweep.record", "sweep.recover",
+             "sweep.run", "sweep.designs", "sweep.plan")),
+    ("config", ("config", "config_fields", "config_doc")),
+    ("analysis", ("modeling", "tables", "metrics", "overhead", "report", "report_check")),
+    ("steps", ("sweep.estimate", "sweep.rounds", "sweep.adapt")),
+    ("views", ("compare", "plots", "reproduce")),
+    ("stages", ("stages",)),
+    ("front end", ("cli",)),
+)
+
+
+def layer_of(module: str) -> int | None:
+    name = module.removeprefix("perfsweep.") if module != "perfsweep" else "perfsweep"
+    found = [(len(prefix), i) for i, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes
+             if name == prefix or name.startswith(prefix + ".")]
+    return max(found)[1] if found else None
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The perfsweep modules a file imports when it runs (not those under `if TYPE_CHECKING:`)."""
+    tree = ast.parse(path.read_text())
+    skip = {n.lineno for node in ast.walk(tree) if isinstance(node, ast.If)
+            and getattr(node.test, "id", getattr(node.test, "attr", "")) == "TYPE_CHECKING"
+            for child in node.body for n in ast.walk(child) if hasattr(n, "lineno")}
+    return {t for node, targets, _ in _imports(path) if node.lineno not in skip for t in targets if t in MODULES}
+
+
+def test_every_import_runs_down_the_layers():
+    unplaced = sorted(m for m in MODULES if layer_of(m) is None)
+    assert unplaced == [], f"modules in no layer (add them to LAYERS and to architecture.md): {unplaced}"
+    up = sorted(f"{m} ({LAYERS[layer_of(m)][0]}) -> {d} ({LAYERS[layer_of(d)][0]})"
+                for m, path in MODULES.items() for d in _runtime_imports(path) if layer_of(d) > layer_of(m))
+    assert up == []
+
+
+def test_the_layer_check_sees_an_import_up_and_ignores_annotations_only(tmp_path):
+    assert layer_of("perfsweep.sweep.rounds") > layer_of("perfsweep.modeling.fit") > layer_of("perfsweep.sweep.run")
+    assert layer_of("perfsweep.cli.compare") > layer_of("perfsweep.compare.judge") > layer_of("perfsweep.modeling")
+    # sweep.spec names the config in its annotations only (under TYPE_CHECKING): no run-time arrow up
+    assert "perfsweep.config" in import_graph()["perfsweep.sweep.spec"]
+    assert "perfsweep.config" not in _runtime_imports(MODULES["perfsweep.sweep.spec"])
+    assert "perfsweep.sweep.spec" in _runtime_imports(MODULES["perfsweep.sweep.run"])
+
+
+# A room a reader can hold in mind (issue 42): lines from a definition's first line to its last.
+LIMITS = {"module": 600, "class": 300, "function": 80}
+
+
+def oversized(path: Path) -> list[str]:
+    text = path.read_text()
+    where = path.relative_to(REPO) if path.is_relative_to(REPO) else path.name
+    out = [f"{where}: {len(text.splitlines())} lines"] if len(text.splitlines()) > LIMITS["module"] else []
+    for node in ast.walk(ast.parse(text)):
+        kind = ("class" if isinstance(node, ast.ClassDef) else
+                "function" if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None)
+        if kind and node.end_lineno - node.lineno + 1 > LIMITS[kind]:
+            out.append(f"{where}:{node.lineno}: {kind} {node.name}, {node.end_lineno - node.lineno + 1} lines")
+    return out
+
+
+def test_no_module_class_or_function_is_larger_than_a_reader_can_hold():
+    assert [line for path in MODULES.values() for line in oversized(path)] == []
+
+
+def test_the_size_check_counts_a_long_function_and_class(tmp_path):
+    lines = "".join(f"        x{i} = {i}\n" for i in range(80))
+    (tmp_path / "long.py").write_text(f"class C:\n    def f(self):\n{lines}\n\ndef g():\n    return 1\n")
+    assert oversized(tmp_path / "long.py") == ["long.py:2: function f, 81 lines"]
+    (tmp_path / "big.py").write_text("class D:\n" + "".join(f"    y{i} = {i}\n" for i in range(300)))
+    assert oversized(tmp_path / "big.py") == ["big.py:1: class D, 301 lines"]
+
+
+def test_the_front_end_is_one_package():
+    """Every subcommand of `perfsweep` is parsed in perfsweep.cli (an app's own options stay with the app);
+    compare's logic is a package of its own, not the modeler's."""
+    parsers = sorted(str(p.relative_to(REPO)) for p in MODULES.values()
+                     if re.search(r"\.add_parser\(|\.add_subparsers\(", p.read_text())
+                     and not p.is_relative_to(SRC / "cli"))
+    assert parsers == []
+    assert {"perfsweep.compare.judge", "perfsweep.compare.load", "perfsweep.compare.render",
+            "perfsweep.compare.page", "perfsweep.compare.statistics", "perfsweep.cli.compare"} <= set(MODULES)
+    assert not [m for m in MODULES if m.startswith("perfsweep.modeling.") and "sweep_compare" in m]
 
 
 # Function-level imports: only of a heavy or optional dependency, each with its reason in a comment on

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import snakemake
-from perfsweep.records import OTHER_LAUNCH
+from perfsweep.sweep.record import OTHER_LAUNCH
 
 pytestmark = pytest.mark.slow
 PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))

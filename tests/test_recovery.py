@@ -1,4 +1,4 @@
-"""Damaged records and restart state (perfsweep.records.check_record, perfsweep.recovery), unit level;
+"""Damaged records and restart state (perfsweep.sweep.record.check_record, perfsweep.sweep.recover), unit level;
 tests/test_faults.py runs the same with the real Snakemake and tests/bad_inputs/ through the CLI."""
 
 import base64
@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from perfsweep import layout, recovery
+from perfsweep import layout
 from perfsweep.errors import DamagedRecord
-from perfsweep.records import OTHER_LAUNCH, check_record, path_fields, set_aside, write_json_atomic
+from perfsweep.sweep import recover
+from perfsweep.sweep.record import OTHER_LAUNCH, check_record, path_fields, set_aside, write_json_atomic
 
 REC = {"schema": "perfsweep.run/1", "run_id": "s/n=2_m=0.5/rep1", "study": "s", "config_id": "n=2_m=0.5",
        "repetition": 1, "parameters": {"n": 2.0, "m": 0.5, "p": 1}, "status": "ok", "error": None, "time": 0.5}
@@ -99,16 +100,16 @@ def test_clear_stale_state_keeps_finished_records_waits_for_runs_in_flight(tmp_p
     outside.write_text("keep me")
     markers = {p: _marker(state, str(p)) for p in (done, in_flight, table, outside)}
 
-    held = recovery.hold_lock(layout.record_lock(in_flight), wait=False)
+    held = recover.hold_lock(layout.record_lock(in_flight), wait=False)
 
     def finish_run():  # the runner of the killed Snakemake finishes its record a little later
         time.sleep(0.5)
         write_json_atomic(in_flight, {**REC, "repetition": 1})
-        recovery.release_lock(held)
+        recover.release_lock(held)
 
     threading.Thread(target=finish_run).start()
     lines = []
-    counts = recovery.clear_stale_state(state, results, log=lines.append)
+    counts = recover.clear_stale_state(state, results, log=lines.append)
     assert counts == {"locks": 1, "waited": 1, "records_kept": 2, "derived_removed": 1}
     assert not list((state / "locks").iterdir())
     assert done.exists() and in_flight.exists() and not table.exists()
@@ -124,9 +125,9 @@ def test_repair_records_names_and_sets_aside_only_damaged_ones(tmp_path):
     bad.write_text('{"schema": "perfsweep.run/1", "ti')
     expected = [(str(p), {"study": "s", "config_id": "n=1", "repetition": k, "params": {"n": 1}})
                 for k, p in enumerate((good, bad, missing))]
-    lines = recovery.repair_records(expected, results, dry_run=True, log=lambda line: None)
+    lines = recover.repair_records(expected, results, dry_run=True, log=lambda line: None)
     assert len(lines) == 1 and "would be set aside" in lines[0] and bad.exists()
-    lines = recovery.repair_records(expected, results, log=lambda line: None)
+    lines = recover.repair_records(expected, results, log=lambda line: None)
     assert len(lines) == 1 and lines[0].startswith(f"perfsweep: damaged record {bad}: not valid JSON")
     assert not bad.exists() and good.exists()
     (aside,) = (results / "quarantine").rglob("rep1.json")
@@ -146,12 +147,12 @@ def test_repair_records_sets_aside_the_records_of_another_launch_per_study(tmp_p
     def launched(fields, record):  # study t's launch changed, and s's rep1 was made by another
         return fields["study"] == "s" and record["launch"]["command"] == ["s", "0"]
 
-    lines = recovery.repair_records(expected, results, dry_run=True, log=lambda line: None, launched=launched)
+    lines = recover.repair_records(expected, results, dry_run=True, log=lambda line: None, launched=launched)
     assert lines == [f"perfsweep: study {s}: {n} record(s) {OTHER_LAUNCH} would be set aside under results/superseded/"
                      " and measured again" for s, n in (("s", 1), ("t", 2))]
     assert all(p.exists() for p in paths) and not (results / "superseded").exists()
     texts = {p: p.read_text() for p in paths}
-    lines = recovery.repair_records(expected, results, log=lambda line: None, launched=launched)
+    lines = recover.repair_records(expected, results, log=lambda line: None, launched=launched)
     assert len(lines) == 2 and lines[1].startswith("perfsweep: study t: 2 record(s) of another launch")
     assert lines[1].endswith(", measured again") and " moved under " + str(results / "superseded") in lines[1]
     assert [p.exists() for p in paths] == [True, False, False, False]
@@ -169,17 +170,17 @@ def test_reopen_bundles_sets_aside_the_manifest_of_a_bundle_with_a_missing_recor
                 for c in manifests for k in range(2)]
     write_json_atomic(results / "runs" / "s" / "n=3" / "rep0.json", REC)  # n=3 lacks rep1 only; n=1, n=2 both
     line = f"perfsweep: study s: 3 bundle(s) with a missing record (the first: {expected[0][0]}) "
-    assert recovery.reopen_bundles(expected, results, dry_run=True, log=lambda x: None) == [line + "would run again"]
+    assert recover.reopen_bundles(expected, results, dry_run=True, log=lambda x: None) == [line + "would run again"]
     assert all(m.exists() for m in manifests.values())
-    assert recovery.reopen_bundles(expected, results, log=lambda x: None) == [line + "run again"]
+    assert recover.reopen_bundles(expected, results, log=lambda x: None) == [line + "run again"]
     assert not any(m.exists() for m in manifests.values())
     assert sorted(p.read_text() for p in (results / "quarantine").rglob("*.txt")) == ["n=1", "n=2", "n=3"]
-    assert recovery.reopen_bundles(expected, results, log=lambda x: None) == []  # nothing left to reopen
+    assert recover.reopen_bundles(expected, results, log=lambda x: None) == []  # nothing left to reopen
 
 
 def test_only_one_snakemake_of_the_workflow_owns_a_directory(tmp_path):
-    code = ("import sys, time; from perfsweep import recovery; "
-            "print(recovery.acquire_workdir_lock(sys.argv[1]), flush=True); time.sleep(30)")
+    code = ("import sys, time; from perfsweep.sweep import recover; "
+            "print(recover.acquire_workdir_lock(sys.argv[1]), flush=True); time.sleep(30)")
     holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "True"
@@ -197,8 +198,8 @@ def test_only_one_snakemake_of_the_workflow_owns_a_directory(tmp_path):
 def test_a_second_perfsweep_run_in_the_same_directory_is_refused_in_one_line(tmp_path):
     """While a workflow runs here (it holds .snakemake/perfsweep.lock), another `perfsweep run` would
     advise Snakemake's --unlock; it is refused before Snakemake starts and runs nothing."""
-    code = ("import time; from perfsweep import recovery; "
-            "print(recovery.acquire_workdir_lock('.snakemake'), flush=True); time.sleep(60)")
+    code = ("import time; from perfsweep.sweep import recover; "
+            "print(recover.acquire_workdir_lock('.snakemake'), flush=True); time.sleep(60)")
     (tmp_path / "c.yaml").write_text(
         'app: {command: "true {n}"}\nparameters: {n: 1}\nstudies: {s: {vary: {n: [1, 2]}}}\nresults: results\n')
     holder = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True)

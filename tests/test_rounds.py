@@ -1,4 +1,4 @@
-"""Adaptive repetitions (perfsweep.rounds): the targets, the config keys, and rounds of the real Snakemake
+"""Adaptive repetitions (perfsweep.sweep.rounds): the targets, the config keys, and rounds of the real Snakemake
 through `perfsweep run` that measure only what is missing."""
 
 import json
@@ -10,9 +10,10 @@ import pytest
 import yaml
 
 from conftest import BIN
-from perfsweep import layout, plan_state, rounds, stats
+from perfsweep import layout, stats
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
+from perfsweep.sweep import plan, rounds
 
 # An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
 # 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.
@@ -172,17 +173,17 @@ def test_targets():
 def test_planned_repetitions_within_min_and_max(tmp_path):
     sweep = load_config({**config(tmp_path / "r", {"min": 2, "max": 5})})
     study = sweep.studies[0]
-    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+    assert plan.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
     path = layout.plan_file(tmp_path / "r", "s", layout.REPETITIONS_FILE)
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"n=1": 9, "n=2": 4, "n=7": 3}))
-    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 5, "n=2": 4}  # a lowered max
+    assert plan.planned_repetitions(study, tmp_path / "r") == {"n=1": 5, "n=2": 4}  # a lowered max
     path.write_text("{not json")
-    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
+    assert plan.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 2}
 
 
 def test_study_records_by_configuration_and_repetition(tmp_path):
-    from perfsweep.records import study_records
+    from perfsweep.sweep.record import study_records
     from perfsweep.stats import ok_times
 
     for cid, k, text in (("n=1", 0, '{"status": "ok", "time": 1.5}'), ("n=1", 1, '{"status": "failed", "time": null}'),
@@ -232,7 +233,7 @@ def test_repetitions_settled_once_every_unmeasured_configuration_is_planned_to_m
             path.write_text(json.dumps({"status": "ok", "time": 1.0 if cid == "n=1" else 1.0 + 2 * k}))
     # n=1 meets the target; n=2 (CV 0.71 > 0.5) misses it: planned to 4 = max, so nothing can follow
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (True, True)
-    assert plan_state.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 4}
+    assert plan.planned_repetitions(study, tmp_path / "r") == {"n=1": 2, "n=2": 4}
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, True)  # nothing new measured
     sweep = load_config(config(tmp_path / "r", {"min": 2, "max": 6}))  # a batch of 2 more, still below 6
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, False)  # 4 planned, 2 measured
@@ -258,7 +259,7 @@ def test_the_html_report_comes_with_the_last_snakemake_run(tmp_path):
 def test_a_users_report_is_written_by_the_last_start_only():
     """Snakemake given --report only writes a report: a user's ``-- --report r.zip`` must not reach the rounds'
     starts; it replaces the default report.html of the last start (with --report-after-run)."""
-    from perfsweep.cli import _own_report
+    from perfsweep.cli.run import _own_report
     from perfsweep.errors import UserError
 
     assert _own_report(["-q", "--report", "r.zip", "--report-after-run", "t.csv"], "d.html") == (["-q", "t.csv"], "r.zip")

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from conftest import runner_argv
-from perfsweep.config import load_config
 from perfsweep.cluster.launch import resolve
-from perfsweep.runner import execute, main
-from perfsweep.runspec import RunSpec
+from perfsweep.config import load_config
+from perfsweep.sweep.run import execute, main
+from perfsweep.sweep.spec import RunSpec
 
 PY = sys.executable
 
@@ -197,7 +197,7 @@ def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
 
 
 def test_inside_a_slurm_job_the_cluster_launcher_starts_the_ranks(tmp_path, monkeypatch):
-    from perfsweep.runner import launch_command
+    from perfsweep.sweep.run import launch_command
 
     sweep = load_config({"app": {"name": "ljmd"}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
                          "studies": {"s": {"vary": {"p": [1, 2]}}}, "results": str(tmp_path),
@@ -286,7 +286,7 @@ def test_a_runner_that_cannot_follow_its_run_leaves_a_failure_record_with_the_ca
     error, not a bare exit without a record."""
     import dataclasses
 
-    from perfsweep.runner import execute
+    from perfsweep.sweep.run import execute
 
     spec = dataclasses.replace(spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path)), timeout=1e300)
     out = tmp_path / "rec.json"

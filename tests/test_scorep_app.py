@@ -13,8 +13,8 @@ from conftest import REPO, snakemake
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.modeling import Model
-from perfsweep.runner import execute
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.run import execute
+from perfsweep.sweep.spec import RunSpec
 
 STANDIN = REPO / "tests" / "apps" / "scorep_standin.py"
 TEMPLATE = REPO / "tests" / "data" / "extrap" / "cubeset" / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"

@@ -100,8 +100,8 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
     # sane next to a local run of the same configurations (same machine, same run; a loose bound)
     from perfsweep.config import load_config_file
-    from perfsweep.runner import execute
-    from perfsweep.runspec import RunSpec
+    from perfsweep.sweep.run import execute
+    from perfsweep.sweep.spec import RunSpec
 
     sweep = load_config_file(cfg)
     for c in sweep.study("np").configurations():

@@ -29,8 +29,8 @@ import yaml
 
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, ParamSpec
 from perfsweep.config_fields import DEFAULT_SPEC, app_parameters, check_template, check_value, safe_name
-from perfsweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.errors import ConfigError, DuplicateKey
+from perfsweep.sweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.values import Configuration, format_value
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
@@ -47,14 +47,14 @@ class Study:
     description: str = ""
     app: dict[str, Any] = field(default_factory=dict)
     processes: str = PROCESS_COUNT  # the sweep's process-count parameter (config key processes:)
-    # adaptive repetitions (perfsweep.rounds): `repetitions` is the min, up to max_repetitions
+    # adaptive repetitions (perfsweep.sweep.rounds): `repetitions` is the min, up to max_repetitions
     max_repetitions: int | None = None
     until: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_repetitions is None:
             self.max_repetitions = self.repetitions
-    design: Design = field(default_factory=Design)  # which configurations of the grid (perfsweep.designs)
+    design: Design = field(default_factory=Design)  # which configurations of the grid (perfsweep.sweep.designs)
     added: tuple[str, ...] = ()  # config ids adaptive rounds added (<results>/plan/<study>/points.json)
     # validation points beyond the grid (config key validate:): measured a fixed number of times
     # (validation_repetitions), never part of the design, its rounds or a fit

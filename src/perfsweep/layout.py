@@ -5,10 +5,10 @@ spells one (tests/test_house.py checks that). A path is a string built by joinin
 rules' wildcards (``"{study}"``) pass through and a path is the same text wherever it is asked for::
 
     <results>/
-      runs/<study>/<config>/rep<k>.json          raw run records (never rewritten; perfsweep.records)
+      runs/<study>/<config>/rep<k>.json          raw run records (never rewritten; perfsweep.sweep.record)
       archive/<study>/<config>/rep<k>.attempt<a>.<time>.json   every attempt's copy
       bundles/<study>/<config>.txt               with bundle: repetitions, the bundle job's manifest
-      plan/<study>/points.json, repetitions.json state of adaptive rounds (perfsweep.plan_state)
+      plan/<study>/points.json, repetitions.json state of adaptive rounds (perfsweep.sweep.plan)
       quarantine/<time>/..., superseded/<time>/...   damaged records, records of another launch
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
@@ -26,11 +26,11 @@ from typing import Any
 from perfsweep.values import PathLike
 
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
-QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.records.set_aside)
-POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.plan_state)
+QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.sweep.record.set_aside)
+POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.sweep.plan)
 _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
-LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.records.atomic_file's temporary file of a record (or its copy)
+LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.sweep.record.atomic_file's temporary file of a record (or its copy)
 
 Results = PathLike  # a results directory
 

@@ -21,8 +21,8 @@ import pandas as pd
 
 from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
 from perfsweep.errors import NoSuccessfulRun
-from perfsweep.records import check_record
 from perfsweep.stats import cv_of
+from perfsweep.sweep.record import check_record
 
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",

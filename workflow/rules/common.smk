@@ -5,13 +5,14 @@ import sys
 
 from snakemake.settings.types import DeploymentMethod
 
-from perfsweep import layout, recovery
+from perfsweep import layout
 from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.config import load_config, load_config_file
 from perfsweep.errors import ConfigError, UserError
-from perfsweep.plan_state import add_planned_points, measured_repetitions
+from perfsweep.sweep import recover
+from perfsweep.sweep.plan import add_planned_points, measured_repetitions
 from perfsweep.report import zip_report_requested, zip_report_unready
-from perfsweep.runspec import RunSpec
+from perfsweep.sweep.spec import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
 # runs Snakemake. The conda environment does not install perfsweep: its jobs import it from this
@@ -52,7 +53,7 @@ STUDIES = {s.name: s for s in SWEEP.studies}
 # every configuration measured: the design's and the validation points (config key validate:, never fitted)
 CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.measured_configurations()}
 # repetitions per configuration: k, or with adaptive repetitions what the rounds planned so far
-# (<results>/plan/<study>/repetitions.json, perfsweep.rounds): raising it adds only the new rep<k>;
+# (<results>/plan/<study>/repetitions.json, perfsweep.sweep.rounds): raising it adds only the new rep<k>;
 # a validation point: its fixed count
 REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in measured_repetitions(s, R).items()}
 
@@ -227,7 +228,7 @@ def record_launched(fields, record):
 
 
 if workflow.is_main_process:
-    recovery.prepare(get_expected_records(), R, dry_run=recovery.dry_run_requested(sys.argv[1:]),
+    recover.prepare(get_expected_records(), R, dry_run=recover.dry_run_requested(sys.argv[1:]),
                      bundles=SWEEP.bundle == "repetitions", launched=record_launched)
 
 

@@ -1,6 +1,8 @@
 # One MPI launch per (study, configuration, repetition). The record is the job's output; every
-# attempt is also archived under results/archive/ (see perfsweep.runner), so nothing is lost.
+# attempt is also archived under results/archive/ (see perfsweep.sweep.run), so nothing is lost.
 # A shell command, not run:, because Snakemake starts a whole new Snakemake process per run: job.
+# The command stays `python -m perfsweep.runner` (an entry point that runs perfsweep.sweep.run): Snakemake
+# stores the shell command of every record it made, and a changed text measures every record again.
 #
 # With `bundle: repetitions` in the config, the k repetitions of a configuration run one after the
 # other in one job (one SLURM allocation): far fewer scheduler jobs for many short runs. Raising k then
@@ -17,7 +19,7 @@
 # runs nothing and writes the failure record of a run whose SLURM job ended without one (cancelled, node
 # failure, time limit).
 #
-# Restart and repair (perfsweep.recovery), in the main Snakemake process before it plans anything:
+# Restart and repair (perfsweep.sweep.recover), in the main Snakemake process before it plans anything:
 # after an interruption of any kind (even SIGKILL of Snakemake alone) the same command completes the
 # sweep: stale locks go, finished records are kept (they are written atomically), runs still in flight
 # are waited for. Damaged records are named in one line, moved under results/quarantine/ and measured

@@ -27,8 +27,8 @@ from typing import Any
 
 from perfsweep import __version__, layout
 from perfsweep.cluster.launch import resolve
-from perfsweep.records import RUN_SCHEMA, archive_copy, write_json_atomic
-from perfsweep.recovery import hold_lock, release_lock
+from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, write_json_atomic
+from perfsweep.sweep.recover import hold_lock, release_lock
 
 SLURM_LOGS = Path(".snakemake") / "slurm_logs"
 _CANCELLED = re.compile(r"\*\*\* (?:JOB|STEP) (\S+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")

@@ -1,9 +1,9 @@
 """``perfsweep compare A B``: two sweeps' models side by side, as a performance-regression gate.
 
 One module per role, the arrows pointing down (compare sits above the modeler: it imports
-perfsweep.modeling, never the other way):
+perfsweep.modeling, never the other way; its command line is perfsweep.cli.compare, with the other
+subcommands'):
 
-- :mod:`~perfsweep.compare.cli`: the command (``register_cli(sub, level)``) and its argument parsing;
 - :mod:`~perfsweep.compare.page`: the HTML page of ``--html``;
 - :mod:`~perfsweep.compare.render`: the table as text, md, csv or json;
 - :mod:`~perfsweep.compare.judge`: the sides matched, one row per study, region and metric, the common

@@ -1,4 +1,4 @@
-"""``perfsweep models FILE``: PMNF models of every call path and metric of an Extra-P input.
+"""PMNF models of every call path and metric of an Extra-P input.
 
     perfsweep models relearn_2p_text.txt                 # text, JSON, JSON Lines or a CUBE directory
     perfsweep models mm_cube_1p --out models/mm          # also writes models.{csv,md,tex} and models.json
@@ -12,8 +12,6 @@ main --metric time`` evaluates a model. In Python::
 
 from __future__ import annotations
 
-import argparse
-import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -21,11 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfsweep.errors import ExtrapFormatError, ModelingError, UserError
+from perfsweep.errors import ModelingError, UserError
 from perfsweep.modeling.extrap_io import read_extrap
 from perfsweep.modeling.fit import FitOptions, fit_models
 from perfsweep.tidy import PathLike
-from perfsweep.tables import to_markdown, write_table
 
 
 def fit_extrap(path: PathLike, options: FitOptions | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -59,25 +56,3 @@ def fit_extrap(path: PathLike, options: FitOptions | None = None) -> tuple[pd.Da
             entries.append({"study": Path(path).name, "region": row["region"], "metric": row["metric"],
                             "fixed": {}, "model": model.to_dict()})
     return pd.DataFrame(rows), entries
-
-
-def _models(args: argparse.Namespace) -> int:
-    table, entries = fit_extrap(args.file)
-    print(to_markdown(table), end="")
-    if args.out:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ExtrapFormatError(f"{out}: --out must be a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        write_table(table, str(out / "models"), caption=f"Models of {args.file}")  # not the results tree
-        (out / "models.json").write_text(json.dumps(entries, indent=1))  # not the results tree: --out
-        print(f"perfsweep: models written to {out}/models.{{csv,md,tex,json}}")
-    return 0
-
-
-def register_cli(sub) -> None:
-    """Adds ``perfsweep models`` (cli.py's _EXTENSIONS)."""
-    p = sub.add_parser("models", help="model every call path and metric of an Extra-P file or CUBE directory")
-    p.add_argument("file", help="Extra-P text, JSON or JSON Lines file, or a directory of CUBE profiles")
-    p.add_argument("--out", help="directory for models.{csv,md,tex} and models.json")
-    p.set_defaults(func=_models)

@@ -1,7 +1,7 @@
-"""Adaptive designs, round by round: after a round of runs (``perfsweep run``, perfsweep.rounds), model an
+"""Adaptive designs, round by round: after a round of runs (``perfsweep run``, perfsweep.sweep.rounds), model an
 adaptive study's run time and add the grid points where the resampled models disagree most, or record why
 the study stops (lead terms stable, budget, rounds, grid exhausted). The design itself, which points a
-study starts with, is perfsweep.designs; the state of the rounds is perfsweep.plan_state (points.json)."""
+study starts with, is perfsweep.sweep.designs; the state of the rounds is perfsweep.sweep.plan (points.json)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import ModelingError
 from perfsweep.modeling.fit import fit_model
 from perfsweep.modeling.pipeline import fit_options
-from perfsweep.plan_state import points_path, read_points
-from perfsweep.records import study_records, write_json_atomic
 from perfsweep.stats import core_seconds, ok_times
+from perfsweep.sweep.plan import points_path, read_points
+from perfsweep.sweep.record import study_records, write_json_atomic
 
 
 def next_round(sweep, results_dir) -> bool:
-    """A round step (perfsweep.rounds): for every adaptive study whose configurations are all
+    """A round step (perfsweep.sweep.rounds): for every adaptive study whose configurations are all
     measured, model its run time and add the points where the models disagree most, or record why
     it stops. True if points were added (another round of runs is needed)."""
     added = False

@@ -1,5 +1,5 @@
 """A run's spec, built while the workflow plans (workflow/rules/common.smk) and read by the runner that
-executes it (perfsweep.runner): what the run launches (command, launcher, inside a SLURM job the
+executes it (perfsweep.sweep.run): what the run launches (command, launcher, inside a SLURM job the
 cluster launcher's command), how its output is read, where its attempts are archived. Its JSON text is
 a param of the run job, so a changed launch measures the run again (RunSpec.launched: which records a
 spec's launch made).
@@ -110,7 +110,7 @@ class RunSpec:
                 for name, value in params.items():
                     if name != sweep.processes:
                         command += [f"--{name}", fmt[name]]
-                for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config._check_args)
+                for name, value in sorted(app.get("args", {}).items()):  # a bool is a flag (config_fields.check_args)
                     command += [f"--{name}"] if value is True else [] if value is False else [f"--{name}", format_value(value)]
                 return command
             escaped = " ".join(shlex.quote(a) for a in prefix).replace("{", "{{").replace("}", "}}")  # MPIEXEC's

@@ -1,4 +1,4 @@
-"""``perfsweep compare A B``: the command (the logic is in :mod:`perfsweep.modeling.sweep_compare`).
+"""``perfsweep compare A B``: the command (the logic is in :mod:`perfsweep.compare`).
 
     perfsweep compare before/results after/results                 # table; exit 0, 1 (regression) or 2
     perfsweep compare A B --threshold 5% --min-share 0.02 --format md --html compare.html
@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable
 
+from perfsweep.cli.arguments import level
 from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_side
 from perfsweep.compare.page import write_html
@@ -33,8 +33,8 @@ def _compare(args: argparse.Namespace) -> int:
     return result.exit_code()
 
 
-def register_cli(sub, level: Callable[[str], float]) -> None:
-    """Adds ``perfsweep compare`` (cli.py's _EXTENSIONS; ``level``: its argument type of a level in (0, 1))."""
+def register(sub) -> None:
+    """Adds ``perfsweep compare``."""
 
     p = sub.add_parser("compare", help="compare two sweeps' models: a performance-regression gate (exit 1)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -4,8 +4,8 @@ Usage::
 
     study.design                      # Design(kind="sparse", base={}, extra=2, ...), from the config
     study.configurations()            # the design's configurations (ids as in the full grid)
-    perfsweep.plan_state.add_planned_points(sweep)   # + the points earlier adaptive rounds added
-    perfsweep.adaptive.next_round(sweep, "results")  # after a round of runs: adaptive studies add points
+    perfsweep.sweep.plan.add_planned_points(sweep)   # + the points earlier adaptive rounds added
+    perfsweep.sweep.adapt.next_round(sweep, "results")  # after a round of runs: adaptive studies add points
 
 Designs (config key ``design:`` per study, or at the top level as every study's default):
 
@@ -33,7 +33,7 @@ Designs (config key ``design:`` per study, or at the top level as every study's 
   where the resampled models disagree most (largest spread of their log predictions) are added. It
   stops when the model's lead terms are the same as after the previous round, when the study has spent
   ``budget`` core-hours, after ``rounds`` rounds, or when the grid is exhausted. The added points are
-  kept in the study's plan state (perfsweep.plan_state, points.json), which the workflow reads while it plans.
+  kept in the study's plan state (perfsweep.sweep.plan, points.json), which the workflow reads while it plans.
 
 A design's configurations keep their ids from the full grid, so switching between designs, or adding
 points, reruns nothing that was measured.
@@ -41,6 +41,7 @@ points, reruns nothing that was measured.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -211,15 +212,35 @@ def extra_points(design: Design, vary: dict[str, list[Any]], taken: list[tuple[i
 
 
 # the configurations of a study are asked for many times while Snakemake plans: computed once per study
-_CACHE: dict[str, list] = {}
+# and design state (its added points), the most recent CACHED of them kept
+CACHED = 256
+
+
+class _Keyed:
+    """A study as the cache's key: what its configurations depend on (compared as text), the study beside it."""
+
+    __slots__ = ("key", "study")
+
+    def __init__(self, study) -> None:
+        self.key = repr((study.name, study.vary, sorted(study.fixed.items()), study.design, study.added))
+        self.study = study
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Keyed) and self.key == other.key
 
 
 def design_configurations(study) -> list:
     """The configurations of ``study`` (a perfsweep.config.Study) under its design, in grid order,
     with the points adaptive rounds added (``study.added``: config ids)."""
-    key = repr((study.name, study.vary, sorted(study.fixed.items()), study.design, study.added))
-    if key in _CACHE:
-        return _CACHE[key]
+    return _configurations(_Keyed(study))
+
+
+@functools.lru_cache(maxsize=CACHED)
+def _configurations(keyed: _Keyed) -> list:
+    study = keyed.study
     names = list(study.vary)
     index = line_points(study.design, study.vary)
     index += extra_points(study.design, study.vary, index)
@@ -232,7 +253,6 @@ def design_configurations(study) -> list:
         params = dict(study.fixed)
         params.update((n, study.vary[n][j]) for n, j in zip(names, idx))
         out.append(Configuration(study.name, config_id(study.vary, idx), params))
-    _CACHE[key] = out
     return out
 
 

@@ -1,4 +1,4 @@
-"""State of the rounds a sweep has run (``perfsweep run``, perfsweep.rounds), as the workflow reads it
+"""State of the rounds a sweep has run (``perfsweep run``, perfsweep.sweep.rounds), as the workflow reads it
 while it plans (workflow/rules/common.smk) and as ``perfsweep plan`` counts it: the repetitions adaptive
 repetitions planned (``repetitions.json``) and the points adaptive designs added (``points.json``), per
 study under the results tree's plan folder (perfsweep.layout.plan_file)."""

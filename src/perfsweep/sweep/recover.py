@@ -3,9 +3,9 @@
 Called by the workflow while it is parsed (``workflow/rules/run.smk``), in the main Snakemake process
 only, so that the same command that was interrupted completes the sweep, with no flag::
 
-    from perfsweep import recovery
+    from perfsweep.sweep import recover
     # expected: [(record path, {study, config_id, repetition, params}), ...] for every run of the sweep
-    recovery.prepare(expected, "results", dry_run=recovery.dry_run_requested(sys.argv[1:]))
+    recover.prepare(expected, "results", dry_run=recover.dry_run_requested(sys.argv[1:]))
     # = if acquire_workdir_lock(): clear_stale_state(...) (stale locks, incomplete markers), then
     #   repair_records(...) (damaged records named and set aside; with launched=, records of another
     #   launch too)
@@ -16,7 +16,7 @@ SIGKILL). Whoever gets it knows that no other such Snakemake is alive there, so 
 locks are stale. A run record is written atomically by the runner (temp file + rename) and the runner
 holds a lock on ``.rep<k>.json.lock`` beside it while it runs, so an "incomplete" marker on a record
 says nothing about the record: a run still in flight (its Snakemake was killed, the runner was not)
-is waited for, a record that exists and passes :func:`perfsweep.records.check_record` is complete, and
+is waited for, a record that exists and passes :func:`perfsweep.sweep.record.check_record` is complete, and
 a missing one is simply run. Incomplete derived outputs (tables, figures) inside the results
 directory are removed, as ``--rerun-incomplete`` would; nothing outside it is touched.
 """
@@ -34,10 +34,7 @@ from typing import Any, Callable, Iterable
 from perfsweep import layout
 from perfsweep.errors import DamagedRecord
 from perfsweep.layout import record_lock
-from perfsweep.records import LEFTOVER, OTHER_LAUNCH, check_record, set_aside
-
-_HELD: list[int] = []  # file descriptors of locks held for the life of this process
-
+from perfsweep.sweep.record import LEFTOVER, OTHER_LAUNCH, check_record, set_aside
 
 def hold_lock(path: str | os.PathLike[str], wait: bool) -> int | None:
     """Take an exclusive flock on ``path``; returns its fd, or None if it is held elsewhere (no wait)."""
@@ -59,16 +56,38 @@ def release_lock(fd: int) -> None:
     os.close(fd)
 
 
+class HeldLocks:
+    """The locks a process holds for the rest of its life (the kernel drops them when it ends, also on
+    SIGKILL): the workflow's lock of its directory, taken once, and ``perfsweep run``'s lock."""
+
+    def __init__(self) -> None:
+        self.workdir: list[int] = []  # file descriptors
+        self.run: list[int] = []
+
+    def take_workdir(self, state_dir: str | os.PathLike[str]) -> bool:
+        if self.workdir:
+            return True
+        fd = hold_lock(Path(state_dir) / "perfsweep.lock", wait=False)
+        if fd is None:
+            return False
+        self.workdir.append(fd)
+        return True
+
+    def take_run(self, state_dir: str | os.PathLike[str]) -> bool:
+        fd = hold_lock(Path(state_dir) / "perfsweep-run.lock", wait=False)
+        if fd is None:
+            return False
+        self.run.append(fd)
+        return True
+
+
+HELD = HeldLocks()  # this process's
+
+
 def acquire_workdir_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
     """True if no other Snakemake of this workflow is alive in this directory (the lock is then held
     until this process ends)."""
-    if _HELD:
-        return True
-    fd = hold_lock(Path(state_dir) / "perfsweep.lock", wait=False)
-    if fd is None:
-        return False
-    _HELD.append(fd)
-    return True
+    return HELD.take_workdir(state_dir)
 
 
 def acquire_run_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
@@ -76,14 +95,7 @@ def acquire_run_lock(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:
     (``.snakemake/perfsweep-run.lock``) is then held until this process ends. Its Snakemake takes
     perfsweep.lock only once it parses the workflow, a second or more after the start: a start in that
     gap would pass :func:`workdir_busy` and meet Snakemake's own lock (which advises --unlock)."""
-    fd = hold_lock(Path(state_dir) / "perfsweep-run.lock", wait=False)
-    if fd is None:
-        return False
-    _RUN_HELD.append(fd)
-    return True
-
-
-_RUN_HELD: list[int] = []
+    return HELD.take_run(state_dir)
 
 
 def workdir_busy(state_dir: str | os.PathLike[str] = ".snakemake") -> bool:

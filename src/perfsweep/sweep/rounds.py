@@ -29,11 +29,11 @@ import math
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from perfsweep.adaptive import next_round
 from perfsweep.layout import REPETITIONS_FILE, plan_file
-from perfsweep.plan_state import add_planned_points, planned_repetitions
-from perfsweep.records import study_records, write_json_atomic
 from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
+from perfsweep.sweep.adapt import next_round
+from perfsweep.sweep.plan import add_planned_points, planned_repetitions
+from perfsweep.sweep.record import study_records, write_json_atomic
 
 MAX_ROUNDS = 8
 
@@ -137,7 +137,7 @@ adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetition
 # attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep (when none can, the sweep
 # runs in one Snakemake invocation, as without rounds).
 def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
-    """The round step of adaptive designs (perfsweep.adaptive.next_round): more points where the models
+    """The round step of adaptive designs (perfsweep.sweep.adapt.next_round): more points where the models
     of an adaptive study disagree most. Never settled while a study is adaptive: the models of the
     next points decide whether it adds more."""
     return Planned(next_round(sweep, results_dir), settled=not adaptive_designs.active(sweep))

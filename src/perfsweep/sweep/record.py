@@ -48,8 +48,8 @@ from perfsweep.errors import DamagedRecord
 from perfsweep.values import format_value
 
 RUN_SCHEMA = "perfsweep.run/1"
-# records that the sweep's launch now would not make (perfsweep.runspec.RunSpec.launched): plan counts
-# them as still to run, the workflow sets them aside and measures them again (perfsweep.recovery)
+# records that the sweep's launch now would not make (perfsweep.sweep.spec.RunSpec.launched): plan counts
+# them as still to run, the workflow sets them aside and measures them again (perfsweep.sweep.recover)
 OTHER_LAUNCH = ("of another launch (app, args, launcher or output patterns since "
                 "changed, or timed out under a shorter timeout, or failed with fewer attempts than retries now allows)")
 

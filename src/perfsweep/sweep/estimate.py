@@ -1,22 +1,20 @@
-"""``perfsweep plan``: what a sweep's designs will cost before anything runs: per study its configurations,
+"""What a sweep's designs will cost before anything runs (``perfsweep plan``): per study its configurations,
 runs (measured and still to run) and estimated core-hours, from the run records of the same launch."""
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from perfsweep.config import load_config_file
-from perfsweep.designs import max_size
 from perfsweep.modeling.fit import MIN_VALUES
-from perfsweep.plan_state import add_planned_points, planned_repetitions, read_points
-from perfsweep.records import OTHER_LAUNCH, study_records
-from perfsweep.runspec import RunSpec
 from perfsweep.stats import core_seconds
+from perfsweep.sweep.designs import max_size
+from perfsweep.sweep.plan import add_planned_points, planned_repetitions, read_points
+from perfsweep.sweep.record import OTHER_LAUNCH, study_records
+from perfsweep.sweep.spec import RunSpec
 
 
 ASSUMED_SECONDS = 1.0  # wall seconds per run and process where no record of the study exists
@@ -134,27 +132,3 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
                f"{sum(p.core_hours for p in everything):.4g} core-hours ({sum(p.to_run_core_hours for p in everything):.4g} "
                f"still to run){val}")
     return out
-
-
-def _plan_command(args) -> int:
-    sweep = load_config_file(args.config)
-    print("\n".join(plan_lines(sweep, args.seconds_per_run)))
-    return 0
-
-
-def register_cli(sub) -> None:
-    """``perfsweep plan CONFIG``: configurations, runs and estimated core-hours per study."""
-    def positive(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
-        return value
-
-    p = sub.add_parser("plan", help="configurations, runs and estimated core-hours of each study's design")
-    p.add_argument("config", nargs="?", default="config/config.yaml")
-    p.add_argument("--seconds-per-run", type=positive, default=ASSUMED_SECONDS,
-                   help=f"wall seconds per run and process assumed where a study has no records (default {ASSUMED_SECONDS:g})")
-    p.set_defaults(func=_plan_command)

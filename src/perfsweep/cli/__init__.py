@@ -1,0 +1,88 @@
+"""The ``perfsweep`` command.
+
+    perfsweep validate [CONFIG] [--sample-output FILE]
+                                         check a config; print the studies and the number of runs (and
+                                         what the app's patterns extract from a saved output)
+    perfsweep run [CONFIG] [-- SNAKEMAKE ARGS]
+                                         validate, then run the sweep with Snakemake on this machine
+    perfsweep plan [CONFIG]              per study: design, configurations, runs, estimated core-hours
+    perfsweep predict MODELS.json n=1000,2000 p=4
+                                         evaluate a fitted model (results/models/<study>/models.json)
+    perfsweep recommend MODELS.json n=4000 p=1,2,4,8,16 --objective core_hours --constraint "p<=8"
+                                         the best configuration under constraints
+    perfsweep models FILE [--out DIR]    models of every call path and metric of an Extra-P file
+                                         (text, JSON, JSON Lines) or a directory of Score-P CUBE profiles
+    perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
+    perfsweep compare A B [--threshold 5%] [--at n=8000] [--html PATH]
+                                         two sweeps' models side by side: exit 1 on a regression
+
+User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from perfsweep.cli import compare, models, plan, predict, records, run, validate
+from perfsweep.errors import Terminated, UserError
+
+# The subcommands in the order --help lists them, each a function(sub) that adds its parser.
+COMMANDS: list = [validate.register, run.register, predict.register, records.register, models.register,
+                  plan.register, compare.register]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="perfsweep", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    for register in COMMANDS:
+        register(sub)
+    return ap
+
+
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line (``perfsweep: <subcommand>: <message>``) and exit 2, without the usage dump."""
+
+    def error(self, message: str):
+        sub = self.prog.removeprefix("perfsweep").strip()
+        self.exit(2, f"perfsweep: {sub + ': ' if sub else ''}{message} (see {self.prog} --help)\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:  # everything after -- goes to Snakemake (perfsweep run)
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
+    _one_line_errors(parser)
+    args = parser.parse_args(argv)
+    if extra:
+        if args.command != "run":
+            parser.error(f"arguments after -- are for Snakemake and only go with run: {' '.join(extra)}")
+        args.snakemake = extra
+    try:
+        return args.func(args)
+    except (UserError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        print(f"perfsweep: {exc}", file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, Terminated) as exc:
+        how, rc = ("interrupted", 130) if isinstance(exc, KeyboardInterrupt) else ("terminated", 128 + exc.signum)
+        print(f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest",
+              file=sys.stderr)
+        return rc
+    except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make the parser and its subparsers report argument errors in one line."""
+    parser.__class__ = _Parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_errors(sub)
+

@@ -1,0 +1,405 @@
+"""Launch one benchmark run and write its record: the only place that starts user or built-in apps.
+
+Usage::
+
+    from perfsweep.sweep.run import execute
+    from perfsweep.sweep.spec import RunSpec
+    cfg = sweep.study("nm").configurations()[0]
+    spec = RunSpec.build(sweep, cfg, repetition=0)
+    record = execute(spec, layout.record(sweep.results, "nm", "n=200_m=1", 0))
+
+``execute`` always leaves a complete record: status ``ok``, ``failed`` (non-zero exit, unreadable
+output) or ``timeout`` (killed after ``timeout`` seconds). Every attempt, successful or not, is also
+kept in the results tree's archive (perfsweep.layout.archive_dir) with a unique name, so nothing is
+lost when Snakemake removes an output before rerunning a job. With ``raise_on_failure`` (attempts
+left), a failure is archived and then raised so that Snakemake retries the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import datetime as _dt
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from perfsweep import __version__
+from perfsweep.apps import scorep
+from perfsweep.apps.output import extract_metrics, last_lines
+from perfsweep.cluster.ended import record_ended_runs
+from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
+from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
+from perfsweep.layout import record_lock
+from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
+from perfsweep.sweep.recover import hold_lock, release_lock
+from perfsweep.sweep.spec import READ_WITH, RunSpec
+
+TAIL = 2000
+
+
+def launch_command(spec: RunSpec) -> tuple[list[str], dict[str, str] | None]:
+    """The command (unresolved: see resolve) and environment of this run: inside a SLURM job the
+    cluster launcher's."""
+    if "SLURM_JOB_ID" not in os.environ or not spec.cluster:
+        return list(spec.command), None
+    return list(spec.cluster["command"]), launch_env(spec.cluster["kind"])
+
+
+def slurm_info() -> dict[str, str] | None:
+    """The SLURM job this process runs in, if any."""
+    if "SLURM_JOB_ID" not in os.environ:
+        return None
+    env = dict(os.environ)
+    if "SLURM_JOB_NODELIST" not in env or "SLURM_JOB_PARTITION" not in env:  # cleared by the plugin's job
+        for key, value in allocation_env(env["SLURM_JOB_ID"]).items():
+            env.setdefault(key, value)  # step: asked of the controller
+    keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
+            "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
+            "tasks_per_node": "SLURM_TASKS_PER_NODE"}
+    return {k: env[v] for k, v in keys.items() if v in env}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _run_process(command: list[str], timeout: float,
+                 env: dict[str, str] | None = None) -> tuple[int | None, str, str, float]:
+    """Run in its own process group; on timeout kill the whole process tree: the group and every
+    descendant, also those that left the group (setsid, a daemon: under :func:`become_subreaper` they
+    stay this process's descendants). Returns (rc|None, out, err, wall)."""
+    t0 = time.perf_counter()
+    # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env=env)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        out, err = proc.communicate()
+        _reap_descendants()
+        return None, _decode(out), _decode(err), time.perf_counter() - t0
+    except BaseException:
+        # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
+        _kill_tree(proc)
+        raise
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> None:
+    """Make this process the reaper of its orphaned descendants (Linux prctl PR_SET_CHILD_SUBREAPER): a
+    helper an app started in its own session (setsid) or daemonized (its parent exited) stays under the
+    runner instead of init, so that a timeout's kill finds it. Elsewhere nothing changes."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (Linux: /proc/PID/task/TID/children), children before their own."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+            children = [int(c) for t in tasks for c in Path(f"/proc/{parent}/task/{t}/children").read_text().split()]
+        except (OSError, ValueError):  # it ended, or no /proc
+            children = []
+        found += children
+        todo += children
+    return found
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL to the app's process group and to every descendant of this process."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for pid in descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _reap_descendants(wait: float = 5.0) -> None:
+    """After the app itself was reaped: kill and reap what is left under this process (orphans that
+    came to it as their killed parents exited), until nothing is, or ``wait`` seconds passed."""
+    end = time.monotonic() + wait
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            for late in descendants(os.getpid()):
+                try:
+                    os.kill(late, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _stat_key(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str | None) -> dict[str, Any]:
+    """What a run's record says before its app ends: the run, the attempt and its launch: the command
+    as run (``command``, resolved) and as the spec gives it (``spec_command``: :meth:`RunSpec.launched`)."""
+    return {
+        "schema": RUN_SCHEMA,
+        "run_id": spec.run_id,
+        "study": spec.study,
+        "config_id": spec.config_id,
+        "repetition": spec.repetition,
+        "parameters": spec.params,
+        "attempt": attempt,
+        "started_at": started_at,
+        "launch": {"command": resolve(command), "spec_command": command, "launcher": spec.launcher,
+                   "cwd": os.getcwd(), "timeout": spec.timeout,
+                   **{key: getattr(spec, key) for key in READ_WITH}},
+        "host": socket.gethostname(),
+        "cores": available_cores(),  # the CPUs the run had: ranks beyond them are oversubscribed
+        "slurm": slurm_info(),
+        "perfsweep_version": __version__,
+    }
+
+
+def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
+            raise_on_failure: bool = False) -> dict[str, Any]:
+    """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
+    with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
+        report_path = spec.report_path
+        command, env = launch_command(spec)
+        if report_path == "{report}":  # built-in app: ask it for a timings report in a temp file
+            report_path = str(Path(tmp) / "report.json")
+            command += ["--report", report_path]
+        # a stale timings file of an earlier run must not pass for this one's; it is not deleted (it may
+        # be anywhere the config allows), the run must rewrite it
+        stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
+        record = _new_record(spec, attempt, command, _now())
+        started = time.time()
+        broke = None  # why perfsweep itself could not run or follow the app (then no exit code)
+        try:
+            with scorep.environment(spec.profile):
+                if env is not None and spec.profile:  # the cluster launcher's environment, made before
+                    env = {**env, scorep.ENV: os.environ[scorep.ENV]}
+                rc, out, err, wall = _run_process(record["launch"]["command"], spec.timeout, env)
+        except FileNotFoundError as exc:
+            rc, out, err, wall = 127, "", f"cannot launch: {exc}", 0.0
+        except Interrupted as exc:  # cancelled (scancel, Ctrl-C): keep a record of the attempt, then stop
+            _archive_interrupted(exc, spec, attempt, record)
+            raise
+        except Exception as exc:  # a limit of the OS, a bug: the failure record says what, not a bare exit
+            rc, out, err, wall = None, "", "", time.time() - started
+            broke = f"perfsweep's runner failed: {type(exc).__name__}: {exc}"
+        record.update(finished_at=_now(), wall_time=wall, returncode=rc,
+                      stdout_tail=out[-TAIL:], stderr_tail=err[-TAIL:])
+        status, error = "ok", None
+        if broke:
+            status, error = "failed", broke
+        elif rc is None:
+            status, error = "timeout", (f"killed after the timeout of {spec.timeout:g} s (config key timeout:; "
+                                        f"a larger one measures it again); last lines: "
+                                        f"{last_lines(out + chr(10) + err, 3)}")
+        elif rc != 0:
+            how = f"exit code {rc}"
+            if rc < 0:
+                try:
+                    how = f"killed by signal {-rc} ({signal.Signals(-rc).name})"
+                except ValueError:
+                    how = f"killed by signal {-rc}"
+            status, error = "failed", f"{how}: {last_lines(err.strip() or out, 3)}"
+        else:
+            try:
+                if stale is not None and _stat_key(report_path) == stale:
+                    raise ValueError(f"timings file {report_path} was not rewritten by this run")
+                _read_results(spec, record, out, report_path, wall)
+                scorep.add_profile(record, spec.profile, started)
+            except (OSError, ValueError, KeyError, TypeError, IndexError, re.error) as exc:
+                status, error = "failed", f"unreadable output: {exc}"
+            nodelist = (record["slurm"] or {}).get("nodelist")
+            record.update(placement(record.get("ranks"), expand_hostlist(nodelist) if nodelist else [record["host"]]))
+        record["status"], record["error"] = status, error
+        if status != "ok":
+            record["time"] = None
+        record.setdefault("time", wall)
+
+    archive = archive_copy(spec.archive_dir, spec.repetition, attempt, record)
+    if status != "ok" and raise_on_failure:
+        raise RunFailed(f"{spec.run_id}: {error} (record kept in {archive})")
+    write_json_atomic(output, record)
+    return record
+
+
+def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: dict[str, Any] | None = None) -> None:
+    """Archive the attempt's record (a bare one if the run had not started) as ``killed``, once per
+    interruption: the attempt after the last one then knows the run was interrupted, not ended."""
+    if exc.archived:
+        return
+    if record is None:
+        record = _new_record(spec, attempt, launch_command(spec)[0], None)
+    record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
+                  returncode=None, time=None)
+    archive_copy(spec.archive_dir, spec.repetition, attempt, record)
+    exc.archived = True
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def _read_results(spec: RunSpec, record: dict[str, Any], stdout: str, report_path: str | None,
+                  wall: float) -> None:
+    found = extract_metrics(stdout, {"time_pattern": spec.time_pattern, "patterns": spec.patterns})
+    record["metrics"] = found["metrics"]
+    record["time"] = wall
+    if report_path:
+        with open(report_path, encoding="utf-8", errors="replace") as fh:
+            report = json.load(fh)
+        if not isinstance(report, dict) or not isinstance(report.get("ranks"), list) or not report["ranks"]:
+            raise ValueError(f"timings file {report_path}: no list of ranks")
+        record["ranks"] = report["ranks"]
+        record["mpi"] = report.get("mpi")
+        record["hosts"] = report.get("hosts")
+        if report.get("extra"):
+            record["app_extra"] = report["extra"]
+        if report.get("warmup"):  # what the app ran untimed before its measurement (apps.instrument)
+            record["warmup"] = report["warmup"]
+        t = report.get("time", max(r["total"] for r in report["ranks"]))
+        if not is_time(t):
+            raise ValueError(f"timings file {report_path}: time {t!r} is not a finite number >= 0")
+        record["time"] = float(t)
+    if found["time"] is not None:
+        record["time"] = found["time"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfsweep.runner --timeout S --spec JSON --output FILE [--spec ... --output ...]
+    [--attempt A --retries R]``.
+
+    Several spec/output pairs run one after the other in this process (a bundle: e.g. the k
+    repetitions of a configuration in one SLURM allocation). Exit 0 when every record was written
+    (also for failed runs on their last attempt: the failure record is the result), 1 when a failed
+    attempt was archived and should be retried.
+    """
+    for sig in (signal.SIGTERM, signal.SIGINT):  # first: a signal from here on leaves a killed record
+        signal.signal(sig, _raise_interrupted)
+    become_subreaper()
+    ap = argparse.ArgumentParser(prog="python -m perfsweep.runner", description=main.__doc__)
+    ap.add_argument("--spec", required=True, action="append", help="RunSpec as JSON (RunSpec.to_json)")
+    ap.add_argument("--timeout", required=True, type=float, help="seconds: a run past it is killed")
+    ap.add_argument("--output", required=True, action="append")
+    ap.add_argument("--attempt", type=int, default=1)
+    ap.add_argument("--retries", type=int, default=0)
+    ap.add_argument("--manifest", help="bundle: once every record is written, list their paths here")
+    args = ap.parse_args(argv)
+    if len(args.spec) != len(args.output):
+        ap.error("give one --output per --spec")
+    pairs = [(RunSpec.from_json(t, args.timeout, args.retries), o) for t, o in zip(args.spec, args.output)]
+    # the rule appends every attempt's stderr to the run's log: say which attempt follows
+    what = (f"attempt {args.attempt} of at most {args.retries + 1}" if args.attempt <= args.retries + 1
+            else "after the last attempt, which left no record")
+    print(f"perfsweep: {what} ({_now()})", file=sys.stderr, flush=True)
+    if args.attempt > args.retries + 1:  # after the last real attempt: SLURM ended it (run.smk)
+        rc = record_ended_runs(pairs, args.attempt, bundled=args.manifest is not None)
+        return rc or _write_manifest(args.manifest, args.output)
+    if args.manifest and args.attempt == 1:
+        # a bundle's records are not Snakemake outputs (its manifest is): clear the records of an earlier
+        # execution as Snakemake clears outputs before a job (each was archived when it was written)
+        for output in args.output:
+            Path(output).unlink(missing_ok=True)
+    retry = False
+    for i, (spec, output) in enumerate(pairs):
+        try:
+            record = _run_one(spec, output, args.attempt, args.retries)
+        except RunFailed as exc:
+            print(f"perfsweep: run failed, will be retried: {exc}", file=sys.stderr)
+            retry = True
+            continue
+        except Interrupted as exc:
+            _archive_interrupted(exc, spec, args.attempt)  # (execute did, if the app had started)
+            for later, _ in pairs[i + 1:]:  # a bundle's runs not started: their attempt was interrupted too
+                _archive_interrupted(Interrupted(exc.signum), later, args.attempt)
+            print(f"perfsweep: {spec.run_id}: terminated by signal {exc.signum}; attempt archived", file=sys.stderr)
+            return 128 + exc.signum
+        if record is not None and record["status"] != "ok":
+            print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)
+    return 1 if retry else _write_manifest(args.manifest, args.output)
+
+
+def _run_one(spec: RunSpec, output: str, attempt: int, retries: int) -> dict[str, Any] | None:
+    """Measure one run under its record's lock; None if a runner of an interrupted sweep measured it."""
+    lock = _lock_output(output)
+    try:
+        if _finished_elsewhere(output):
+            print(f"perfsweep: {spec.run_id}: measured by a runner of an interrupted sweep; kept", file=sys.stderr)
+            return None
+        return execute(spec, output, attempt=attempt, raise_on_failure=attempt <= retries)
+    finally:
+        _release(lock)
+
+
+def _write_manifest(path: str | None, outputs: list[str]) -> int:
+    if path:
+        with atomic_file(path, "w") as fh:
+            fh.write("".join(f"{o}\n" for o in outputs))
+    return 0
+
+
+def _lock_output(output: str) -> int:
+    """Hold the record's lock while measuring it: a restarted sweep then waits for a run that its
+    killed predecessor left in flight instead of measuring it twice (perfsweep.sweep.recover)."""
+    return hold_lock(record_lock(output), wait=True)
+
+
+def _release(fd: int) -> None:
+    release_lock(fd)
+
+
+def _finished_elsewhere(output: str) -> bool:
+    """Snakemake removes a job's output before it starts it; a valid record here was written since,
+    by the runner of an interrupted sweep that was still in flight."""
+    if not os.path.exists(output):
+        return False
+    try:
+        check_record(output)
+    except DamagedRecord:
+        return False
+    return True
+
+
+def start() -> int:
+    """What a run job runs (``python -m perfsweep.runner``, the entry point perfsweep/runner.py): main's
+    exit code, or 128 + the signal that came before its runs or between them and the manifest."""
+    try:
+        return main()
+    except Interrupted as exc:  # before its runs or between them and the manifest: nothing half-written
+        return 128 + exc.signum
+
+
+if __name__ == "__main__":
+    sys.exit(start())

@@ -38,4 +38,7 @@ def progress_line(study: str, var: pd.DataFrame, runs: pd.DataFrame | None = Non
         line += (f"; worst CV {100 * worst['cv']:.1f} % ({worst['config_id']}),"
                  f" {int(var['flagged'].sum())} of {len(var)} configurations above"
                  f" {100 * var['cv_threshold'].iloc[0]:g} %")
+    if "n_disturbed" in var and var["n_disturbed"].sum():
+        line += (f"; {int(var['n_disturbed'].sum())} runs disturbed by other processes on their cores"
+                 f" (flagged, not measured again)")
     return line

@@ -12,9 +12,9 @@ from perfsweep.stages import PathLike, read, stem
 
 
 def run(runs: PathLike, table: PathLike, summary: PathLike, varied: list[str],
-        cv_threshold: float, study: str | None = None) -> None:
+        cv_threshold: float, study: str | None = None, disturbed: float | None = None) -> None:
     table_of_runs = read(runs)
-    var = tables.variability(table_of_runs, varied, cv_threshold)
+    var = tables.variability(table_of_runs, varied, cv_threshold, disturbed)
     tables.write_table(var, stem(table), caption="Coefficient of variation per configuration")
     summ = tables.variability_summary(var)
     summ.to_csv(summary, index=False)

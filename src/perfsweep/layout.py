@@ -163,7 +163,8 @@ def named(folder: str) -> str:
 
 STAGES: dict[str, tuple[str, dict[str, str]]] = {
     "collect": ("tables", {"runs": "runs.csv", "ranks": "ranks.csv", "regions": "regions.csv"}),
-    "variability": ("tables", {"table": "variability.csv", "summary": "variability_summary.csv"}),
+    "variability": ("tables", {"table": "variability.csv", "summary": "variability_summary.csv",
+                               "order": "run_order.csv"}),
     "aggregate": ("tables", {"aggregate": "aggregate.csv", "medians": "medians.csv"}),
     "models": ("models", {"table": "models.csv", "models_json": "models.json", "predictions": "predictions.csv",
                           "validation": "validation.csv"}),

@@ -129,6 +129,18 @@ def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float,
     return out.sort_values(params, kind="stable").reset_index(drop=True) if len(out) else out
 
 
+def run_order(runs: pd.DataFrame, params: list[str], disturbed: float | None = None) -> pd.DataFrame:
+    """The runs in the order they ran: by round and position in the round's random order (record field
+    order; records without it after, by start time), with what the host did during each (HOST_COLUMNS)
+    and ``disturbed``: the others' busy share above the threshold (config key variability.disturbed)."""
+    cols = [*ORDER_COLUMNS, "config_id", "repetition", *params, "started_at", "status", "time", *HOST_COLUMNS]
+    out = runs.reindex(columns=cols).copy()
+    share = pd.to_numeric(out["others_busy_share"], errors="coerce")
+    out["disturbed"] = (share > disturbed).fillna(False) if disturbed is not None else False
+    out = out.sort_values(["order_round", "order_position", "started_at"], kind="stable", na_position="last")
+    return out.reset_index(drop=True)
+
+
 def variability_summary(var: pd.DataFrame) -> pd.DataFrame:
     """One line per study: how noisy the measurements were overall."""
     cv = var["cv"].dropna()

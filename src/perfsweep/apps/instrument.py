@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import tempfile
 import time
@@ -190,8 +191,6 @@ def write_app_report(
 def _nivcsw() -> int:
     """This process's involuntary context switches so far (0 where getrusage does not say)."""
     try:
-        import resource
-
         return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
-    except (ImportError, OSError):
+    except OSError:
         return 0

@@ -108,3 +108,17 @@ def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
         pytest.skip(f"the host was busy without the loop too (others' share {quiet_share:.2f}): "
                     f"the loaded runs' {share:.2f} is checked only against its absolute bound")
     assert share >= quiet_share + 0.15, (loaded, quiet)
+
+
+def test_the_ranks_own_cpu_time_stands_in_where_they_are_not_the_runners_children():
+    ranks = [{"rank": 0, "host": "h", "total": 1.0, "cpu_time": 0.9}, {"rank": 1, "host": "other", "cpu_time": 5.0}]
+    from perfsweep.sweep.host import ranks_cpu_here
+
+    assert ranks_cpu_here(ranks, "h") == 0.9 and ranks_cpu_here(ranks, "x") is None
+    watch = HostWatch.start()
+    time.sleep(0.2)
+    srun = watch.finish(0.2, 1, descendants=False)  # srun's ranks, nothing reported: not known
+    assert srun["cpu_wall_ratio"] is None and srun["others_busy_share"] is None
+    reported = watch.finish(1.0, 1, ranks_cpu=0.9, descendants=False)
+    assert reported["cpu_source"] == "ranks" and reported["cpu_wall_ratio"] == pytest.approx(0.9)
+    assert reported["others_busy_share"] is not None

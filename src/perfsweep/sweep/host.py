@@ -9,6 +9,9 @@ Fields of ``host_load`` (every one None where the host does not say, e.g. no /pr
 - ``cpu_time``: user + system CPU seconds of the launch's processes (the launcher, its proxies and the
   ranks: ``getrusage(RUSAGE_CHILDREN)`` of this process, before and after; descendants count once
   their parents waited for them);
+- ``cpu_source``: ``children``, or ``ranks`` where the ranks on this host reported more CPU time (their
+  ``cpu_time``; the built-in apps do): inside a SLURM job srun's ranks are not the runner's descendants;
+  there, without the ranks' own report, ``cpu_wall_ratio`` and ``others_busy_share`` are None;
 - ``cpu_wall_ratio``: ``cpu_time`` / (wall time x processes): about 1 for ranks that compute or
   busy-wait on cores of their own, lower when they waited for a core (or slept, or were oversubscribed);
 - ``involuntary_switches``: the launch's involuntary context switches (``ru_nivcsw``): the kernel took
@@ -77,27 +80,44 @@ class HostWatch:
         return cls(cores, busy_jiffies(cores), resource.getrusage(resource.RUSAGE_CHILDREN),
                    resource.getrusage(resource.RUSAGE_SELF), time.perf_counter())
 
-    def finish(self, wall: float | None = None, processes: int = 1) -> dict[str, Any]:
-        """``host_load`` of the run since :meth:`start` (``wall``: its wall time, else measured here)."""
+    def finish(self, wall: float | None = None, processes: int = 1, ranks_cpu: float | None = None,
+               descendants: bool = True) -> dict[str, Any]:
+        """``host_load`` of the run since :meth:`start` (``wall``: its wall time, else measured here).
+        ``ranks_cpu``: the CPU seconds its ranks on this host reported, counted as the run's own where
+        more than its children's (``cpu_source``); ``descendants`` False: the ranks are not this process's
+        descendants (inside a SLURM job, srun's ranks are slurmstepd's), so without ``ranks_cpu`` the run's
+        own CPU time is not known and neither the ratio nor the others' share is given."""
         after_children = resource.getrusage(resource.RUSAGE_CHILDREN)
         after_own = resource.getrusage(resource.RUSAGE_SELF)
         jiffies = busy_jiffies(self.cores)
         wall = wall if wall and wall > 0 else time.perf_counter() - self.started
         cpu = _cpu(after_children) - _cpu(self.children)
         own = _cpu(after_own) - _cpu(self.own)
+        source = "children"
+        if ranks_cpu is not None and ranks_cpu > cpu:
+            cpu, source = ranks_cpu, "ranks"
+        known = descendants or source == "ranks"
         out: dict[str, Any] = {
             "cpu_time": round(cpu, 4),
-            "cpu_wall_ratio": round(cpu / (wall * max(processes, 1)), 4) if wall > 0 else None,
+            "cpu_source": source,
+            "cpu_wall_ratio": round(cpu / (wall * max(processes, 1)), 4) if wall > 0 and known else None,
             "involuntary_switches": after_children.ru_nivcsw - self.children.ru_nivcsw,
             "processes": processes,
             "cores": len(self.cores),
             "others_busy_share": None,
         }
-        if jiffies is not None and self.jiffies is not None and wall > 0:
+        if jiffies is not None and self.jiffies is not None and wall > 0 and known:
             busy = (jiffies - self.jiffies) / os.sysconf("SC_CLK_TCK")
             others = busy - cpu - own
             out["others_busy_share"] = round(min(max(others / (wall * len(self.cores)), 0.0), 1.0), 4)
         return out
+
+
+def ranks_cpu_here(ranks: list[dict[str, Any]] | None, host: str) -> float | None:
+    """The CPU seconds the ranks on ``host`` reported (their ``cpu_time``); None where none did."""
+    times = [r["cpu_time"] for r in ranks or [] if isinstance(r, dict) and r.get("host") == host
+             and isinstance(r.get("cpu_time"), (int, float))]
+    return float(sum(times)) if times else None
 
 
 def rank_load(ranks: list[dict[str, Any]] | None) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ from perfsweep.cluster.launch import allocation_env, available_cores, expand_hos
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
 from perfsweep.layout import record_lock
 from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
-from perfsweep.sweep.host import HostWatch, rank_load
+from perfsweep.sweep.host import HostWatch, rank_load, ranks_cpu_here
 from perfsweep.sweep.order import lookup as order_of
 from perfsweep.sweep.recover import hold_lock, release_lock
 from perfsweep.sweep.spec import READ_WITH, RunSpec
@@ -266,7 +266,9 @@ def _host_load(watch: HostWatch, wall: float, spec: RunSpec, ranks: list[Any] | 
     reported, else the spec's process count parameter, else 1."""
     p = spec.params.get(PROCESS_COUNT)
     processes = len(ranks) if ranks else p if isinstance(p, int) and not isinstance(p, bool) and p > 0 else 1
-    load = watch.finish(wall, processes)
+    # inside a SLURM job the cluster launcher's ranks are slurmstepd's children, not the runner's
+    inside = "SLURM_JOB_ID" in os.environ and bool(spec.cluster)
+    load = watch.finish(wall, processes, ranks_cpu_here(ranks, socket.gethostname()), descendants=not inside)
     per_rank = rank_load(ranks)
     if per_rank:
         load["ranks"] = per_rank

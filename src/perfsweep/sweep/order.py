@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from perfsweep.layout import ORDER_FILE, parse_record, plan_file
-from perfsweep.sweep.record import write_json_atomic
+from perfsweep.sweep.record import atomic_file
 
 Run = tuple[str, str, int]  # (study, config id, repetition)
 
@@ -77,12 +77,14 @@ def write_orders(results: str | Path, order: dict[Run, dict[str, int]]) -> None:
         by_study[study][f"{config_id}/rep{rep}"] = entry
     for study, entries in by_study.items():
         path = plan_file(results, study, ORDER_FILE)
+        text = json.dumps(entries, separators=(",", ":")) + "\n"  # compact: one line per study's runs
         try:
-            if json.loads(path.read_text()) == entries:
+            if path.read_text() == text:
                 continue
-        except (OSError, ValueError):
+        except OSError:
             pass
-        write_json_atomic(path, entries)
+        with atomic_file(path, "w") as fh:
+            fh.write(text)
 
 
 def lookup(record_path: str | Path) -> dict[str, Any] | None:

@@ -130,5 +130,10 @@ def test_a_local_sweep_runs_and_records_the_seeds_order(tmp_path):
     assert [c for _, c, _ in first] == [c for _, c, _ in again]  # the same seed: the same order
     assert [c for _, c, _ in first] != [c for _, c, _ in other]  # another seed: another
     assert [c for _, c, _ in first][:6] != [f"n={n}" for n in NS]  # not grid order
+    # another seed orders only the runs still to be measured: it measures nothing again
+    cfg = yaml.safe_load((tmp_path / "a" / "c.yaml").read_text())
+    (tmp_path / "a" / "c.yaml").write_text(yaml.safe_dump({**cfg, "seed": 9}, sort_keys=False))
+    dry = snakemake("runs", "-n", "--cores", "2", "--configfile", tmp_path / "a" / "c.yaml", cwd=tmp_path / "a")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
     runs, _, _ = tables.collect([str(p) for p in (tmp_path / "a" / "results" / "runs" / "s").glob("*/rep*.json")])
     assert sorted(zip(runs["order_round"], runs["order_position"])) == [(k, i) for k in (0, 1) for i in range(6)]

@@ -283,12 +283,14 @@ def test_mismatched_parameters_without_a_map_is_one_line(tmp_path):
 
 def test_the_how_tos_commands_run_as_written(tmp_path):
     """docs/how-to/compare-sweeps.md's first command block, run line by line in a directory that holds
-    what it names: two results directories (a region 20 % slower after), one whose parameter has another
-    name, and two of Extra-P's own inputs."""
+    what it names: two results directories (a region 20 % slower after) and two more baselines, one whose
+    parameter has another name, and two of Extra-P's own inputs."""
     doc = (REPO / "docs" / "how-to" / "compare-sweeps.md").read_text()
     block = doc.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
-    assert len(commands) == 5 and all(c.startswith("perfsweep compare ") for c in commands)
+    assert len(commands) == 6 and all(c.startswith("perfsweep compare ") for c in commands)
+    synthetic_side(tmp_path, "base1/results", {}, seed=15)
+    synthetic_side(tmp_path, "base2/results", {}, seed=16)
     synthetic_side(tmp_path, "before/results", {}, seed=11)
     synthetic_side(tmp_path, "after/results", {"r5": 1.2}, seed=12)
     new = synthetic_side(tmp_path, "new/results", {}, seed=13)
@@ -310,6 +312,7 @@ def test_the_how_tos_commands_run_as_written(tmp_path):
     assert codes[commands[0]] == 1  # r5 20 % slower: a regression
     assert (tmp_path / "compare.html").stat().st_size > 0 and "| verdict |" in (tmp_path / "compare.md").read_text()
     assert codes[commands[3]] == 0 and new.is_dir()
+    assert codes[commands[5]] == 1  # r5 20 % slower than three baselines
 
 
 def test_ljmd_known_change_options_are_checked():

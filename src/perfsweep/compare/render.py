@@ -81,6 +81,8 @@ def summary_lines(result: CompareResult) -> list[str]:
 def _mde(r) -> str:
     if not math.isfinite(r.mde):
         return "no standard error (no resamples)"
+    if r.baselines > 1 and math.isfinite(r.drift) and r.drift ** 2 * (1 + 1 / r.baselines) > r.se ** 2 / 2:
+        return f"{r.mde:.1%} (the spread between the baseline sweeps dominates: more baselines, not repetitions)"
     return f"{r.mde:.1%} (about {r.needed:.1f}x the repetitions would resolve it)"
 
 

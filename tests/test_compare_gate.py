@@ -253,7 +253,9 @@ def _records(root, host="vm", cores=2, steps=150, launcher="{mpiexec} -n {p}", m
         rec = {"schema": "perfsweep.run/1", "study": "S", "config_id": f"n={n}", "repetition": 0,
                "parameters": {"n": n, "m": m, "p": 1}, "status": "ok", "host": host, "nodes": [host],
                "launch": {"spec_command": ["{mpiexec}", "-n", "1", "{python}", "-m", "ljmd", "--n", str(n),
-                                           "--steps", str(steps)], "launcher": launcher},
+                                           "--steps", str(steps), "--report",
+                                           f"/tmp/perfsweep-run-{host}{steps}{n}/report.json"],  # a run's own
+                          "launcher": launcher},
                "perfsweep_version": "0.1.0"}
         if not old:
             rec.update(cores=cores, mpi={"library": "MPICH", "version": "5.0.2"})

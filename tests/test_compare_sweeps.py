@@ -110,6 +110,21 @@ def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
+    """Every step more work (steps: 180 instead of 150): the whole run 20 % slower is a regression, exit 1
+    (the median of the rows no longer divides it out), the regions that did not change (setup) are no
+    "improvement", and the app's changed argument is listed at the top."""
+    a, b = sweep_pair(tmp_path, "whole", steps=180)
+    code, table = rows(a, b)
+    assert code == 1
+    assert table["all", "time"]["verdict"] == "regression" and table["all", "time"]["ratio"] > 1.08, table["all", "time"]
+    assert table["setup", "time"]["verdict"] != "improvement"
+    text = compare(a, b).stdout
+    assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]
+    assert "one baseline: whole-sweep drift is unknown" in text
+
+
+@pytest.mark.slow
 def test_a_two_percent_change_is_no_regression(tmp_path):
     a, b = sweep_pair(tmp_path, "slight", **{"slow-region": "forces=1.02"})
     code, table = rows(a, b)

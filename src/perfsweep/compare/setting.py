@@ -10,6 +10,7 @@ no ``variant``) is not compared; damaged records are skipped (``perfsweep check-
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from perfsweep import layout
 
 MAX_LISTED = 12  # differences listed (then "... and N more")
+RUN_DIR = re.compile(r"perfsweep-run-[A-Za-z0-9_]+")  # a run's own temporary directory (its --report file)
 
 
 def setting(root: str | Path) -> dict[str, Any]:
@@ -50,7 +52,7 @@ def setting(root: str | Path) -> dict[str, Any]:
                 out["params"][study][name].add(json.dumps(value))
             command = launch.get("spec_command")
             if isinstance(command, list) and (study, config_id) not in out["commands"]:
-                out["commands"][study, config_id] = [str(c) for c in command]
+                out["commands"][study, config_id] = [RUN_DIR.sub("perfsweep-run-*", str(c)) for c in command]
     return out
 
 

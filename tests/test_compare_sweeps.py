@@ -111,13 +111,22 @@ def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
 
 @pytest.mark.slow
 def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
-    """Every step more work (steps: 180 instead of 150): the whole run 20 % slower is a regression, exit 1
-    (the median of the rows no longer divides it out), the regions that did not change (setup) are no
-    "improvement", and the app's changed argument is listed at the top."""
+    """Every step more work (steps: 180 instead of 150): where the sweeps can resolve a 20 % change (the
+    whole run's minimum detectable effect below it), the whole run is a regression, exit 1 (the median of
+    the rows no longer divides it out); where the host is too loaded for that (under a load of 6 on 2
+    cores: an mde of 26 %, ratio 1.15 [1.00, 1.32]), it is never "no significant change" and the summary
+    names it among the rows that cannot resolve the threshold. Never an "improvement" of the regions
+    that did not change (setup), and the app's changed argument is listed at the top. (Exit 1 on every
+    row 1.2x, whatever the noise: tests/test_compare_gate.py's synthetic sweeps.)"""
     a, b = sweep_pair(tmp_path, "whole", steps=180)
     code, table = rows(a, b)
-    assert code == 1
-    assert table["all", "time"]["verdict"] == "regression" and table["all", "time"]["ratio"] > 1.08, table["all", "time"]
+    whole = table["all", "time"]
+    assert whole["ratio"] > 1.08 and whole["verdict"] in ("regression", "inconclusive"), whole
+    if whole["mde"] < 0.2:
+        assert whole["verdict"] == "regression" and code == 1, whole
+    else:
+        data = json.loads(compare(a, b, "--format", "json").stdout)
+        assert "T_n/all/time" in data["unresolved"] and code == 0
     assert table["setup", "time"]["verdict"] != "improvement"
     text = compare(a, b).stdout
     assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]

@@ -49,6 +49,7 @@ rule aggregate:
         policy=SWEEP.cv_policy,
         records=lambda wc: str(layout.runs_dir(R, wc.study)),
         processes=SWEEP.processes,
+        kinds=lambda wc: metric_kinds.declared(STUDIES[wc.study].app),  # units, which way is better
     log:
         stage_log("aggregate"),
     conda:

@@ -28,7 +28,7 @@ def display_table(result: CompareResult) -> pd.DataFrame:
             "interval": f"[{r.low:.3f}, {r.high:.3f}]" if math.isfinite(r.low) else "-",
             "relative": "-" if r.shift == 1.0 else f"{r.relative:.3f}" + (
                 f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else ""),
-            "share": f"{r.share:.1%}", "impact": f"{r.impact:+.1%}" if math.isfinite(r.impact) else "-",
+            "share": f"{r.share:.1%}" if math.isfinite(r.share) else "-", "impact": f"{r.impact:+.1%}" if math.isfinite(r.impact) else "-",
             "scaling": r.scaling, "orders_a": r.orders_a, "orders_b": r.orders_b,
             "target": ", ".join(f"{k}={v:g}" for k, v in r.target.items()),
             **{k: _cell(r.extra.get(k)) for k in extra},

@@ -107,8 +107,10 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     predictions are reported beside (``oversubscribed`` True, measured against the model of the cores'
     regime). Where that leaves fewer than MIN_VALUES values of the process count, its form is assumed
     (_forms_in_p: p^-1 where a set falls with p, log2(p) where it grows), and the table says so. A
-    rate that falls as a parameter grows is modelled through its reciprocal where that predicts better
-    (reciprocal_wins)."""
+    rate (a metric whose ``better`` is higher: the aggregate's ``unit`` and ``better`` columns, else
+    guessed from the name, perfsweep.apps.metric_kinds) that falls as a parameter grows is modelled
+    through its reciprocal where that predicts better (_fit_sets, reciprocal_wins). The table's rows
+    and models.json's entries carry each metric's ``unit`` and ``better``."""
     agg, checks = validation.split(agg)
     over = oversubscribed_rows(agg, processes, varied)
     fit_agg = agg[~over]
@@ -281,7 +283,7 @@ def _fit_sets(x: np.ndarray, whole: list, varied: list[str], processes: str, few
             inv.values = np.nanmean(y, axis=1)
             fill_statistics(inv, inv.values, inv.predict(x))
             model, note, error = inv, inv_note, None
-        out.append((row, sel, model, note, error or "no model"))
+        out.append((row, sel, model, note, None if model is not None else error or "no model"))
     return out
 
 

@@ -139,6 +139,36 @@ def test_rate_is_modelled_through_its_reciprocal():
     assert lead_orders(model)["s"] < (0, 0)  # it falls in s
 
 
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_rate_with_oversubscribed_process_counts_gets_a_model(declared):
+    """The issue-44 case: a LAMMPS-style timesteps/s (named timesteps_per_s) over s = 8-16 and p = 1-3 on
+    2 cores, p = 3 oversubscribed (not fitted, 5x slower): its medians fall about 8x over s, and it got a
+    constant (adj. R^2 -0.64) while the name guess called it a time and the rate's growth with p gave
+    its reciprocal the form log2(p). Declared (the aggregate's unit steps/s and better higher, as the
+    config's pattern declares them) or, in an aggregate written before the declaration, guessed from the
+    name: a reciprocal model whose reciprocal falls with p (Amdahl's p^-1), within 15 % at s = 24."""
+    rng = np.random.default_rng(5)
+
+    def rate(s, p):
+        slow = np.where(p > 2, 5.0, 1.0)
+        return 1.0 / ((2e-4 + 2.4e-6 * s ** 3 * (0.2 + 0.8 / np.minimum(p, 2))) * slow)
+
+    values = [[8, 10, 12, 14, 16], [1, 2, 3]]
+    pts, y = sweep(rng, rate, values, reps=3, run=0.03, drift=0.02)
+    agg = aggregate(pts, y, ["s", "p"], metric="timesteps_per_s", oversubscribed=pts[:, 1] > 2)
+    if declared:
+        agg["unit"], agg["better"] = "steps/s", "higher"
+    table, models, _ = fit_study_models(agg, "s", ["s", "p"], {}, processes="p")
+    model, row = Model.from_dict(models[0]["model"]), table.iloc[0]
+    assert (models[0]["unit"], models[0]["better"]) == ("steps/s" if declared else "1/s", "higher")
+    assert (row["unit"], row["better"]) == (models[0]["unit"], "higher")
+    assert model.reciprocal and model.adj_r2 > 0.5, (str(model), model.adj_r2)
+    assert "assumed p^-1" in row["notes"] and "worse than the mean" not in row["notes"], row["notes"]
+    at = np.array([[24.0, 1.0], [24.0, 2.0]])
+    err = np.abs(model.predict(at) - rate(*at.T)) / rate(*at.T)
+    assert np.all(err <= 0.15), (str(model), err)
+
+
 def test_time_is_not_modelled_through_its_reciprocal():
     rng = np.random.default_rng(2)
     pts, y = sweep(rng, lambda n, m: 0.1 + 1e-4 * n * m, [[100, 200, 300, 400, 500], [1, 2, 3, 4, 5]])

@@ -9,6 +9,7 @@ import re
 import string
 from typing import Any
 
+from perfsweep.apps.metric_kinds import pattern_regex
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESSES, RUN_METRICS, ParamSpec
 from perfsweep.apps.scorep import template_error
 from perfsweep.errors import ConfigError
@@ -66,7 +67,8 @@ def app_parameters(source: str, prefix: str, app: dict[str, Any], parameters: di
         if "timings_json" in app:
             check_template(source, f"{prefix}app.timings_json", app["timings_json"], list(parameters))
         for key, pattern in [("time_pattern", app.get("time_pattern")), *(
-                (f"patterns.{k}", v) for k, v in (app.get("patterns") or {}).items())]:
+                (f"patterns.{k}" + ("" if isinstance(v, str) else ".pattern"), pattern_regex(v))
+                for k, v in (app.get("patterns") or {}).items())]:
             if pattern is not None:
                 check_regex(source, f"{prefix}app.{key}", pattern)
         for name in app.get("patterns") or {}:

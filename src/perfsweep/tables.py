@@ -19,6 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.metric_kinds import kind_of
 from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
 from perfsweep.errors import NoSuccessfulRun
 from perfsweep.stats import cv_of
@@ -180,9 +181,11 @@ def no_successful_run(runs: pd.DataFrame) -> str:
 
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
               variability: pd.DataFrame, policy: str, records: str | None = None,
-              processes: str = PROCESS_COUNT, disturbed: float | None = None) -> pd.DataFrame:
+              processes: str = PROCESS_COUNT, disturbed: float | None = None,
+              kinds: dict | None = None) -> pd.DataFrame:
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
-    in long form.
+    in long form, each row with its metric's ``unit`` and ``better`` (lower or higher): declared in
+    ``kinds`` (perfsweep.apps.metric_kinds.declared of the study's app), else guessed from the name.
 
     Region ``all`` carries the whole run: metric ``time`` (the run's measured time), the per-rank
     phases (maximum over ranks) and the metrics an external app's ``patterns`` read from its output. Other regions carry metric ``time`` (maximum over ranks) and, from a Score-P
@@ -234,7 +237,7 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
             row = {"config_id": cid, **param_of.loc[cid].to_dict(), "region": region, "metric": metric}
             row.update(_stats(group[col]))
             row.update(n_runs=n_runs[cid], flagged=flagged[cid], validation=cid in checks,
-                       oversubscribed=over.get(cid, False), **load[cid])
+                       oversubscribed=over.get(cid, False), **load[cid], **kind_of(metric, kinds).fields())
             rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:

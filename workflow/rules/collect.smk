@@ -51,6 +51,7 @@ rule aggregate:
         records=lambda wc: str(layout.runs_dir(R, wc.study)),
         processes=SWEEP.processes,
         disturbed=SWEEP.disturbed,
+        kinds=lambda wc: metric_kinds.declared(STUDIES[wc.study].app),  # units, which way is better
     log:
         stage_log("aggregate"),
     conda:

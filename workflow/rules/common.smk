@@ -6,6 +6,7 @@ import sys
 from snakemake.settings.types import DeploymentMethod
 
 from perfsweep import layout
+from perfsweep.apps import metric_kinds
 from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.config import load_config, load_config_file
 from perfsweep.errors import ConfigError, UserError

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from perfsweep.apps.metric_kinds import pattern_regexes
+
 QUOTE_LINES = 5  # lines of an app's output that a failure record quotes
 
 
@@ -43,7 +45,7 @@ class Extraction:
 
 def _patterns(app: dict[str, Any]) -> list[tuple[str, str, str]]:
     items = [("time", "time_pattern", app["time_pattern"])] if app.get("time_pattern") else []
-    return items + [(name, f"pattern {name!r}", pat) for name, pat in (app.get("patterns") or {}).items()]
+    return items + [(name, f"pattern {name!r}", pat) for name, pat in pattern_regexes(app.get("patterns")).items()]
 
 
 def extract(name: str, what: str, pattern: str, text: str) -> Extraction:

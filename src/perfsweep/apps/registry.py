@@ -28,6 +28,8 @@ class BuiltinApp:
     params: dict[str, ParamSpec]  # what a study may vary (passed as --<name> <value>)
     checker: str | None = None  # "module:function" raising ValueError for an impossible configuration
     options: dict[str, ParamSpec] = field(default_factory=dict)  # app: args: (fixed; a bool is a flag)
+    # the metrics it reports, name -> (unit, better: lower or higher) (perfsweep.apps.metric_kinds)
+    metrics: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def check(self, params: dict) -> None:
         _call(self.checker, params)
@@ -55,6 +57,9 @@ MEASURED_PHASES = ("init", "compute", "io", "comm")
 WAITING_PHASES = ("comm",)
 RANK_PHASES = (*MEASURED_PHASES, "other", "total")
 RUN_METRICS = ("time", *RANK_PHASES)
+RUN_METRIC_KIND = ("s", "lower")  # each of them a time in seconds, lower is better (apps.metric_kinds)
+# what a built-in app that times its phases with apps.instrument.RankTimer reports
+TIMED_METRICS = {name: RUN_METRIC_KIND for name in RUN_METRICS}
 
 BUILTIN_APPS: dict[str, BuiltinApp] = {
     "ljmd": BuiltinApp(
@@ -66,6 +71,7 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "c": ParamSpec(float, 0, True, "reduced cut-off radius"),
         },
         checker="perfsweep.apps.ljmd:check_params",
+        metrics=TIMED_METRICS,
         options={
             "steps": ParamSpec(int, 1, False, "timed time steps"),
             "warmup": ParamSpec(int, 0, False, "untimed steps before the timed ones"),
@@ -90,6 +96,7 @@ BUILTIN_APPS: dict[str, BuiltinApp] = {
             "atoms": ParamSpec(int, 1, False, "atoms per frame"),
             "frames": ParamSpec(int, 1, False, "trajectory frames"),
         },
+        metrics=TIMED_METRICS,
         options={
             "seed": ParamSpec(int, 0, False, "random seed of the generated trajectory"),
             "warmup": ParamSpec(int, 0, False, "frames analysed untimed before the timed ones"),

@@ -10,7 +10,8 @@ from perfsweep import layout
 from perfsweep.cli.arguments import fraction, level, positive_int
 from perfsweep.errors import UserError
 from perfsweep.modeling import validation
-from perfsweep.modeling.predict import describe, form_note, is_time_metric, load_entry, load_model, predict, recommend
+from perfsweep.apps.metric_kinds import kind_of
+from perfsweep.modeling.predict import describe, form_note, load_entry, predict, recommend
 
 
 def register(sub) -> None:
@@ -55,30 +56,27 @@ def _values(pairs: list[str]) -> dict[str, list[float]]:
     return out
 
 
-def _load_model(args: argparse.Namespace):
-    return load_model(args.models, args.region, args.metric)
-
-
 def _predict(args: argparse.Namespace) -> int:
     model, entry = load_entry(args.models, args.region, args.metric)
     table = predict(model, _values(args.values), args.level)
-    print(f"# {args.region}/{args.metric}: {model}")
+    kind = kind_of(args.metric, row=entry)  # as models.json declares it; one written before: guessed
+    about = f"{kind.unit or 'no unit'}, {kind.better} is better{'' if kind.declared else ', guessed from the name'}"
+    print(f"# {args.region}/{args.metric} ({about}): {model}")
     print(f"# {form_note(model)}")
     for note in entry.get("notes") or []:  # what the models table says of it (undecided form, regimes)
         print(f"# note: {note}")
     checks = entry.get("validation") or []  # the study's validation points: measured, never fitted
-    unit = " s" if is_time_metric(args.metric) else ""
-    for line in validation.describe(checks, args.metric, entry.get("level", 0.9), unit):
+    for line in validation.describe(checks, args.metric, entry.get("level", 0.9), kind.suffix()):
         print(f"# {line}")
-    print("\n".join(describe(model, table, args.metric, args.level)))
+    print("\n".join(describe(model, table, args.metric, args.level, kind)))
     return 0
 
 
 def _recommend(args: argparse.Namespace) -> int:
-    if not is_time_metric(args.metric):
+    model, entry = load_entry(args.models, args.region, args.metric)
+    if not kind_of(args.metric, row=entry).is_time:
         raise UserError(f"--metric {args.metric}: recommend ranks configurations by run time and core-hours; "
                         "give a time metric (predict evaluates any metric)")
-    model = _load_model(args)
     if args.processes is not None and args.processes not in model.param_names:
         raise UserError(f"--processes {args.processes}: not a parameter of the model ({', '.join(model.param_names)})")
     table = recommend(model, _values(args.values), args.objective, args.processes, args.constraint,

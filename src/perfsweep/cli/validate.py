@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfsweep.apps.metric_kinds import declared, kind_of
 from perfsweep.apps.output import check_sample
 from perfsweep.cli.arguments import DEFAULT_CONFIG
 from perfsweep.config import load_config_file
@@ -54,7 +55,9 @@ def _check_sample_output(sweep, path: str) -> int:
             print("  time: no time_pattern, a run's time is the wall time of its launch")
         where = "app" if app == sweep.app else f"studies.{studies[0]}.app"
         for e in found:
-            print(f"  {e.name}: {e.value:g}" if e.ok else f"  {e.name}: NO MATCH: {e.problem}")
+            kind = kind_of(e.name, declared(app))  # its declared unit (a guessed one is not shown)
+            print(f"  {e.name}: {e.value:g}{kind.suffix() if kind.declared else ''}" if e.ok
+                  else f"  {e.name}: NO MATCH: {e.problem}")
             key = "time_pattern" if e.what == "time_pattern" else f"patterns.{e.name}"
             if not e.ok:
                 failed.append(f"{where}.{key} ({e.pattern}): {e.problem} ({path})")

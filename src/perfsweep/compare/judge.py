@@ -55,7 +55,6 @@ import pandas as pd
 from perfsweep.compare import statistics
 from perfsweep.compare.load import EXTRAP_STUDY, Entry, Side, is_results
 from perfsweep.errors import CompareError
-from perfsweep.modeling.predict import is_rate_metric, is_time_metric
 
 THRESHOLD = 0.05
 ALPHA = 0.05
@@ -222,7 +221,8 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         raise CompareError(f"{b.path}: nothing in common with {a.path} to compare (no study, region and metric of "
                            f"the same names{': ' + only if only else ''}{' ...' if len(one_sided) > 4 else ''})")
     for row in rows:
-        row.gated = bool(row.share >= min_share)
+        # a rate (no share of a total) of the whole run gates by itself
+        row.gated = bool(row.share >= min_share) or (math.isnan(row.share) and row.region == "all")
     _decide(rows, threshold, alpha)
     rows.sort(key=lambda r: (not r.gated, -abs(r.impact) if math.isfinite(r.impact) else 0.0))
     return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map,
@@ -262,8 +262,11 @@ def _totals(entries: dict, target: np.ndarray, order: list[int] | None) -> dict[
     for (region, metric), e in entries.items():
         if metric not in with_all:
             out[metric] = out.get(metric, 0.0) + abs(statistics.predict_at(e.model, x))
+    kinds = {metric: e.kind_of(metric) for (_, metric), e in entries.items()}
     if TOTAL in out:
-        out.update({metric: out[TOTAL] for metric in out if is_time_metric(metric)})
+        out.update({metric: out[TOTAL] for metric in out if kinds[metric].is_time})
+    for metric in [m for m in out if kinds[m].higher_is_better]:  # a rate has no total (no share, no impact)
+        out[metric] = math.nan
     return out
 
 
@@ -281,8 +284,9 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
     taken = sorted(set(columns) & _NOT_STATISTICS)
     if taken:
         raise ValueError(f"statistics.STATISTICS: {', '.join(taken)} is a column of the row's own, no statistic's")
-    if is_rate_metric(metric):
-        notes.append("a rate: more is better")
+    kind = eb.kind_of(metric)
+    if kind.higher_is_better:
+        notes.append(f"a rate{' in ' + kind.unit if kind.unit else ''}: more is better; no share of a total")
     own = {f.name for f in fields(Row)} - _NOT_STATISTICS
     return Row(study, region, metric, model_a=str(ea.model), model_b=str(eb.model),
                target=dict(zip(names, map(float, target))), predicted_a=pair.predicted_a,
@@ -300,10 +304,9 @@ _NOT_STATISTICS = {"study", "region", "metric", "model_a", "model_b", "target", 
 
 
 def direction(row: Row) -> str:
-    """``lower`` (less is better: a time) or ``higher`` (more is better: a rate). The one place the
-    verdict asks: a metric's declared direction (config, models.json) plugs in here; without one, a
-    metric named as a rate (timesteps/s) is ``higher``, any other ``lower``."""
-    return "higher" if is_rate_metric(row.metric) else "lower"
+    """``lower`` (less is better: a time) or ``higher`` (more is better: a rate): the metric's declared
+    direction (config, models.json; perfsweep.apps.metric_kinds), else the guess from its name."""
+    return "higher" if row.entry_b.kind_of(row.metric).higher_is_better else "lower"
 
 
 def _history(row: Row, earlier: list[Entry | None], level: float) -> None:
@@ -373,5 +376,5 @@ def _decide(rows: list[Row], threshold: float, alpha: float) -> None:
             r.scaling = "class uncertain"
         if r.scaling == "worse":
             r.notes.insert(0, "scaling class worse: " + r.orders_a + " -> " + r.orders_b)
-        if not r.gated:
+        if not r.gated and math.isfinite(r.share):
             r.notes.append(f"not gating: {r.share:.1%} of the total at the target (--min-share)")

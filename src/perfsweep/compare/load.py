@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from perfsweep import layout
+from perfsweep.apps.metric_kinds import MetricKind, kind_of
 from perfsweep.errors import CompareError
 from perfsweep.modeling import FitOptions
 from perfsweep.modeling.extrap_io import read_extrap
@@ -53,6 +54,11 @@ class Entry:
     points: np.ndarray  # measured configurations (N x parameters) ...
     medians: np.ndarray  # ... and their medians (or the model's means where no aggregate is at hand)
     source: str  # the file it came from
+    kind: MetricKind | None = None  # unit and direction as models.json declares them (None: guessed, kind())
+
+    def kind_of(self, metric: str) -> MetricKind:
+        """The metric's unit and which way is better: declared in models.json, else guessed from the name."""
+        return self.kind or kind_of(metric)
 
 
 @dataclass
@@ -132,7 +138,7 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
         if not values.size:
             points = np.empty((0, len(names)))
         side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
-                                                                    values, str(file))
+                                                                    values, str(file), kind_of(metric, row=e))
 
 
 def _entry_model(e: dict, file: Path, terms: dict) -> Model:

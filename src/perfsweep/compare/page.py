@@ -94,7 +94,7 @@ def _section(r: Row, anchor: str, level: float) -> str:
             f"lead share {_pct(r.share_a)})<br>B: <code>{html.escape(r.model_b)}</code> (lead orders "
             f"{html.escape(r.orders_b)}, lead share {_pct(r.share_b)})<br>scaling: {html.escape(r.scaling)}; "
             f"at {html.escape(', '.join(f'{k}={v:g}' for k, v in r.target.items()))}: {ratio}; "
-            f"share {r.share:.1%}</p>" + (f"<ul>{notes}</ul>" if notes else "") + _figure(r, level) + "</section>")
+            f"share {f'{r.share:.1%}' if math.isfinite(r.share) else '-'}</p>" + (f"<ul>{notes}</ul>" if notes else "") + _figure(r, level) + "</section>")
 
 
 def _pct(v: float) -> str:

@@ -56,7 +56,6 @@ import numpy as np
 from perfsweep.compare.load import Entry
 from perfsweep.modeling import compare as lead
 from perfsweep.modeling.model import Model
-from perfsweep.modeling.predict import is_rate_metric
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,11 @@ def ratio(pair: Pair) -> dict[str, Any]:
 
 
 def share(pair: Pair) -> dict[str, Any]:
-    """The row's share of its metric's total at the target (the larger side's), and its impact."""
+    """The row's share of its metric's total at the target (the larger side's), and its impact; none
+    (NaN) for a metric without a total: a rate (its declared direction higher, perfsweep.apps.metric_kinds)
+    is no part of a sum."""
+    if pair.b.kind_of(pair.metric).higher_is_better:
+        return {"share": math.nan, "impact": math.nan}
     pa, pb, total_a, total_b = pair.predicted_a, pair.predicted_b, pair.total_a, pair.total_b
     value = max(abs(pa) / total_a if total_a else math.nan, abs(pb) / total_b if total_b else math.nan)
     impact = (pb - pa) / total_a if total_a else math.nan
@@ -136,7 +139,7 @@ def share(pair: Pair) -> dict[str, Any]:
 def scaling(pair: Pair) -> dict[str, Any]:
     """Both models' lead orders (A's parameters named as B's), their lead shares, and the scaling class."""
     a, b = pair.a.model, pair.b.model
-    cls, p = scaling_test(a, b, pair.names, pair.order, pair.metric)
+    cls, p = scaling_test(a, b, pair.names, pair.order, pair.b.kind_of(pair.metric).higher_is_better)
     return {"orders_a": _orders_text(a, pair.names, pair.order), "orders_b": lead.format_orders(b),
             "share_a": a.lead_share, "share_b": b.lead_share, "scaling": cls, "p_scaling": p}
 
@@ -172,13 +175,13 @@ def _renamed_orders(model: Model, names: list[str], order: list[int]) -> dict[st
     return {a_names[model.param_names.index(p)]: o for p, o in lead.lead_orders(model).items()}
 
 
-def scaling_class(a: Model, b: Model, names: list[str], order: list[int], metric: str,
+def scaling_class(a: Model, b: Model, names: list[str], order: list[int], higher_is_better: bool = False,
                   confidence: float = 0.95) -> str:
     """same / worse / better / changed / class uncertain (see the module's docstring)."""
-    return scaling_test(a, b, names, order, metric, confidence)[0]
+    return scaling_test(a, b, names, order, higher_is_better, confidence)[0]
 
 
-def scaling_test(a: Model, b: Model, names: list[str], order: list[int], metric: str,
+def scaling_test(a: Model, b: Model, names: list[str], order: list[int], higher_is_better: bool = False,
                  confidence: float = 0.95) -> tuple[str, float]:
     """The scaling class (see the module's docstring) and the p-value of its change: per parameter that
     changed, the share of the pairs of resamples (A's i, B's j) that do not grow in the class's direction,
@@ -205,7 +208,7 @@ def scaling_test(a: Model, b: Model, names: list[str], order: list[int], metric:
     if not (faster or slower):
         return "class uncertain", 1.0
     p = min(1.0, min(p_values) * len(names))
-    if is_rate_metric(metric):  # a rate that falls faster is worse (lead orders of 1/f are negated)
+    if higher_is_better:  # a rate that falls faster is worse (lead orders of 1/f are negated)
         faster, slower = slower, faster
     return ("worse" if faster and not slower else "better" if slower and not faster else "changed"), p
 

@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfsweep.apps.metric_kinds import MetricKind, kind_of
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import ModelingError
 from perfsweep.modeling import validation
 from perfsweep.modeling.consensus import NEGATIVE
 from perfsweep.modeling.fit import MIN_VALUES, FitOptions, fit_models
 from perfsweep.modeling.model import Model, fill_statistics
-from perfsweep.modeling.predict import is_time_metric
 from perfsweep.values import format_value
 
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
@@ -107,8 +107,10 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     predictions are reported beside (``oversubscribed`` True, measured against the model of the cores'
     regime). Where that leaves fewer than MIN_VALUES values of the process count, its form is assumed
     (_forms_in_p: p^-1 where a set falls with p, log2(p) where it grows), and the table says so. A
-    rate that falls as a parameter grows is modelled through its reciprocal where that predicts better
-    (reciprocal_wins)."""
+    rate (a metric whose ``better`` is higher: the aggregate's ``unit`` and ``better`` columns, else
+    guessed from the name, perfsweep.apps.metric_kinds) that falls as a parameter grows is modelled
+    through its reciprocal where that predicts better (_fit_sets, reciprocal_wins). The table's rows
+    and models.json's entries carry each metric's ``unit`` and ``better``."""
     agg, checks = validation.split(agg)
     over = oversubscribed_rows(agg, processes, varied)
     fit_agg = agg[~over]
@@ -116,27 +118,26 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     notes, few = _oversubscribed_notes(agg, over, processes, varied)
     keys = agg[["region", "metric"]].drop_duplicates()
     keys = keys[~keys["metric"].isin(UNMODELLED)]  # the time, the ranks' phases and the app's own metrics
+    kinds = kinds_of(agg)
     rows, todo = _measurement_sets(fit_agg, keys, study, varied, fixed)
+    rows = [{**r, **kinds[r["metric"]].fields()} for r in rows]
     models, preds = [], []
-    batches = []
     for whole in todo.values():
         x = whole[0][1][varied].to_numpy(float)
-        batches += [(x, *entry) for entry in _forms_in_p(x, whole, varied, processes, few)]
-    for x, group, assumed, note in batches:
-        try:
-            fitted = _fit_group(x, group, varied, replace(options, assumed=assumed) if assumed else options)
-        except ModelingError as exc:
-            rows += [{**row, "model": "", "reason": str(exc)} for row, _, _ in group]
-            continue
-        for (row, sel, _), model in zip(group, fitted):
+        for row, sel, model, note, error in _fit_sets(x, whole, varied, processes, few, options, kinds):
+            kind = kinds[row["metric"]]
+            row.update(kind.fields())
+            if model is None:
+                rows.append({**row, "model": "", "reason": error})
+                continue
             model.processes = processes if processes in varied else None
             other = agg[over & (agg["region"] == row["region"]) & (agg["metric"] == row["metric"])]
-            flags = notes + ([note] if note else []) + model_flags(model, row["metric"])
+            flags = notes + ([note] if note else []) + model_flags(model, kind)
             at = validation.evaluate(model, checks[(checks["region"] == row["region"]) & (checks["metric"] == row["metric"])],
                                      varied, LEVEL)
             rows.append(_table_row(row, model, at, flags, other, varied))
-            models.append({"study": study, "region": row["region"], "metric": row["metric"], "fixed": fixed,
-                           "design": design, "notes": flags,
+            models.append({"study": study, "region": row["region"], "metric": row["metric"], **kind.fields(),
+                           "fixed": fixed, "design": design, "notes": flags,
                            "processes": model.processes, "level": LEVEL, "model": model.to_dict(),
                            "validation": validation.entries(at, varied)})
             preds += _all_predictions(model, sel, other, at, study, row, varied)
@@ -210,7 +211,7 @@ def _in_key_order(keys: pd.DataFrame, rows: list[dict], models: list[dict],
     models.sort(key=lambda m: order[m["region"], m["metric"]])
     preds.sort(key=lambda p: order[p["region"].iat[0], p["metric"].iat[0]])
     table = pd.DataFrame(rows)
-    cols = ["study", "model_name", "region", "metric", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
+    cols = ["study", "model_name", "region", "metric", "unit", "better", "fixed", "model", "adj_r2", "lead", "lead_share", "runner_up",
             "runner_up_share", "notes", "oversubscribed", "smape", "rss", "cv_score", "n_points",
             *validation.SUMMARY_COLUMNS, "varied", "latex",
             "reason"]
@@ -253,26 +254,55 @@ def _forms_in_p(x: np.ndarray, group: list, varied: list[str], processes: str, f
                                      (grows, (Fraction(0), 1), f"log2({p}): grows with {p}")) if sets]
 
 
-def _fit_group(x: np.ndarray, group: list, varied: list[str], options: FitOptions) -> list:
-    """The models of a group of measurement sets on the same points; a rate (not a time, positive)
-    is fitted both as it is and through its reciprocal, and keeps the one that predicts better."""
-    ys = [y for _, _, y in group]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fitted = fit_models(x, ys, varied, options=options)
-        rates = [i for i, (row, _, y) in enumerate(group)
-                 if fitted[i] is not None and not is_time_metric(row["metric"]) and np.nanmin(y) > 0]
-        if rates:
-            inverse = fit_models(x, [1.0 / ys[i] for i in rates], varied, options=options)
-            for i, model in zip(rates, inverse):
-                if model is not None and reciprocal_wins(fitted[i], model):
-                    model.reciprocal = True
-                    for b in model.bootstrap:
-                        b.reciprocal = True
-                    model.values = np.nanmean(ys[i], axis=1)
-                    fill_statistics(model, model.values, model.predict(x))
-                    fitted[i] = model
-    return fitted
+def kinds_of(agg: pd.DataFrame) -> dict[str, MetricKind]:
+    """Each metric's kind (unit, which way is better) as the aggregate's ``unit`` and ``better`` columns
+    declare it; an aggregate written before them: guessed from the name (perfsweep.apps.metric_kinds)."""
+    first = agg.drop_duplicates("metric")
+    return {m: kind_of(m, row=r) for m, r in zip(first["metric"], first.to_dict("records"))}
+
+
+def _fit_sets(x: np.ndarray, whole: list, varied: list[str], processes: str, few: str | None,
+              options: FitOptions, kinds: dict[str, MetricKind]) -> list[tuple]:
+    """The models of a group of measurement sets on the same points: (row, selection, model or None,
+    note on the form in p or None, why no model or None) per set. A metric whose higher values are
+    better (a rate: steps/s, GFLOP/s), positive, is fitted both as it is and through its reciprocal
+    (the time per unit of work), each with the form in p its own values show (_forms_in_p: a rate grows
+    with p where its reciprocal falls), and keeps the one that predicts better (reciprocal_wins)."""
+    direct = _fit_batches(x, whole, varied, processes, few, options)
+    rates = [(row, sel, 1.0 / y) for row, sel, y in whole
+             if kinds[row["metric"]].higher_is_better and np.nanmin(y) > 0]
+    inverse = _fit_batches(x, rates, varied, processes, few, options)
+    out = []
+    for row, sel, y in whole:
+        model, note, error = direct[id(row)]
+        inv, inv_note, _ = inverse.get(id(row), (None, None, None))
+        if inv is not None and (model is None or reciprocal_wins(model, inv)):
+            inv.reciprocal = True
+            for b in inv.bootstrap:
+                b.reciprocal = True
+            inv.values = np.nanmean(y, axis=1)
+            fill_statistics(inv, inv.values, inv.predict(x))
+            model, note, error = inv, inv_note, None
+        out.append((row, sel, model, note, None if model is not None else error or "no model"))
+    return out
+
+
+def _fit_batches(x: np.ndarray, group: list, varied: list[str], processes: str, few: str | None,
+                 options: FitOptions) -> dict[int, tuple]:
+    """id(row) -> (model or None, note on the form in p, why no model) of every set of ``group``, fitted
+    in batches of the same form in p (_forms_in_p)."""
+    out: dict[int, tuple] = {}
+    for sets, assumed, note in _forms_in_p(x, group, varied, processes, few) if group else []:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted = fit_models(x, [y for _, _, y in sets], varied,
+                                    options=replace(options, assumed=assumed) if assumed else options)
+        except ModelingError as exc:
+            out.update({id(row): (None, note, str(exc)) for row, _, _ in sets})
+            continue
+        out.update({id(row): (model, note, None) for (row, _, _), model in zip(sets, fitted)})
+    return out
 
 
 def reciprocal_wins(direct: Model, inverse: Model) -> bool:
@@ -283,7 +313,7 @@ def reciprocal_wins(direct: Model, inverse: Model) -> bool:
     return bool(np.isfinite(inverse.cv_score) and not inverse.cv_score >= direct.cv_score)
 
 
-def model_flags(model: Model, metric: str) -> list[str]:
+def model_flags(model: Model, kind: MetricKind) -> list[str]:
     """What a reader must know before using the model: a form the resamples do not agree on, a
     negative constant in a time model, a fit worse than the constant."""
     flags = []
@@ -291,7 +321,7 @@ def model_flags(model: Model, metric: str) -> list[str]:
         runner = f" or {model.runner_up} ({model.runner_up_share:.0%})" if model.runner_up else ""
         flags.append(f"form undecided: {model.lead()} ({model.lead_share:.0%} of the resamples){runner}")
     smallest = float(np.min(model.values)) if len(model.values) else float("nan")
-    if is_time_metric(metric) and not model.reciprocal and model.coefficients[0] < -NEGATIVE * smallest:
+    if kind.is_time and not model.reciprocal and model.coefficients[0] < -NEGATIVE * smallest:
         flags.append(f"negative constant {model.coefficients[0]:.3g} (below -{NEGATIVE:.0%} of the smallest "
                      f"mean {smallest:.3g})")
     if model.adj_r2 < 0:

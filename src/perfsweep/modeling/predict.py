@@ -22,7 +22,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from perfsweep.apps.registry import PROCESS_COUNT, RUN_METRICS
+from perfsweep.apps.metric_kinds import MetricKind, kind_of
+from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.errors import PredictError
 from perfsweep.modeling.model import Model
 
@@ -143,28 +144,16 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
     return grid
 
 
-_RATE = re.compile(r"(/|\bper[ _]?)\s*(s|sec|second)s?$|flop|rate|throughput|bandwidth|/s\b", re.IGNORECASE)
-
-
-def is_rate_metric(metric: str) -> bool:
-    """Whether a metric is an amount per second (timesteps/s, GFLOP/s, a bandwidth): it falls as the work
-    grows, where a time grows."""
-    return bool(_RATE.search(metric))
-
-
-def is_time_metric(metric: str) -> bool:
-    """Whether a metric is a time in seconds (the run time, a rank phase, a profile's *time* metric);
-    not a rate such as timesteps/s."""
-    return metric in RUN_METRICS or ("time" in metric and not is_rate_metric(metric))
-
-
-def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9) -> list[str]:
-    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %)``."""
+def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9,
+             kind: MetricKind | None = None) -> list[str]:
+    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %)``, in the unit
+    of the metric's ``kind`` (its declaration in models.json; None: guessed from the name)."""
     symbol = "t" if metric == "time" else metric
+    unit = (kind or kind_of(metric)).suffix()
     lines = []
     for _, row in table.iterrows():
         where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
-        text = f"{where}: {symbol} = {row['predicted']:.4g}{' s' if is_time_metric(metric) else ''}"
+        text = f"{where}: {symbol} = {row['predicted']:.4g}{unit}"
         if "low" in row:
             text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
         lines.append(text)

@@ -15,7 +15,6 @@ import os
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Rectangle
-from matplotlib.patches import Rectangle
 
 from perfsweep.metrics.pop import NOT_COMPUTED, colour
 from perfsweep.plots.style import new_figure, save_figure

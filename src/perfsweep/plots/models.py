@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import cm, colors
 
-from perfsweep.apps.registry import RUN_METRICS
+from perfsweep.apps.metric_kinds import kind_of
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.validation import is_validation
 from perfsweep.plots.style import apply_style, new_figure, save_figure
@@ -184,9 +184,11 @@ def model_slug(region: str, metric: str) -> str:
     return f"{metric}__{re.sub(r'[^A-Za-z0-9_.=-]+', '-', region).strip('-') or 'root'}"
 
 
-def unit_of(metric: str) -> str:
-    """Axis label of a metric's values: the run's metrics (its time, each rank's phases) are seconds."""
-    return f"{metric} [s]" if metric in RUN_METRICS else metric
+def unit_of(metric: str, entry: dict | None = None) -> str:
+    """Axis label of a metric's values, in its unit as its models.json ``entry`` declares it (the run's
+    metrics: seconds; an entry written before: guessed from the name, perfsweep.apps.metric_kinds)."""
+    unit = kind_of(metric, row=entry).unit
+    return f"{metric} [{unit}]" if unit else metric
 
 
 @dataclass
@@ -259,7 +261,7 @@ def model_figures(models_json: PathLike, predictions: PathLike, out_dir: PathLik
     for e, model, mine in _read_study_models(models_json, predictions):
         slug = model_slug(e["region"], e["metric"])
         title = _model_title(study, e, model)
-        model_figure(model, out / f"{slug}.png", title, unit_of(e["metric"]))
+        model_figure(model, out / f"{slug}.png", title, unit_of(e["metric"], e))
         written.append(out / f"{slug}.png")
         if len(mine):
             model_vs_measurement(mine, out / f"{slug}__vs_measurement.png", title)
@@ -288,7 +290,7 @@ def model_sheet(models_json: PathLike, predictions: PathLike, path: PathLike, st
     index = []
     for i, (e, model, mine) in enumerate(models):
         r, c = divmod(i, SHEET_COLUMNS)
-        v, unit = ModelView.of(model), unit_of(e["metric"])
+        v, unit = ModelView.of(model), unit_of(e["metric"], e)
         ax = fig.add_subplot(grid[r, 2 * c], **({"projection": "3d"} if len(v.shown) == 3 else {}))
         if len(v.shown) == 1:
             draw_line(ax, v.f, v.shown[0], v.points, "measured", unit)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from perfsweep import layout
 from perfsweep.apps import scorep
+from perfsweep.apps.metric_kinds import pattern_regexes
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT
 from perfsweep.cluster.launch import KINDS, MPIEXEC, PYTHON, ClusterSettings, resolved_from
 from perfsweep.values import format_value
@@ -125,7 +126,7 @@ class RunSpec:
         report = app.get("timings_json")
         return cls(study, config_id, repetition, params, assemble(launcher), sweep.timeout, archive,
                    report_path=report.format(**fmt) if report else None,
-                   time_pattern=app.get("time_pattern"), patterns=dict(app.get("patterns", {})),
+                   time_pattern=app.get("time_pattern"), patterns=pattern_regexes(app.get("patterns")),
                    launcher=" ".join(launcher), cluster=cluster, retries=sweep.retries,
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 

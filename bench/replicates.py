@@ -5,7 +5,7 @@
 
 For every study it prints each sweep's reported run-time model, its lead share (the share of the
 resampled models that agree with its lead order), whether the sweeps' models agree in lead order
-(modeling.compare.same_lead_order, every pair both ways), and at the study's validation points (the
+(modeling.lead_orders.same_lead_order, every pair both ways), and at the study's validation points (the
 config's ``validate:``, measured beyond the grid and never fitted) the median relative error and how
 many of the measured medians the 90 % intervals covered. Beside it, Extra-P 4.2.5 (its own venv,
 perfsweep.modeling.extrap_env) fitted on the same runs and judged at the same points.
@@ -41,7 +41,7 @@ from modeler_real_data import MODEL_CODE, write_text  # noqa: E402 (the bench fo
 
 from perfsweep.config import load_config_file  # noqa: E402
 from perfsweep.modeling import validation  # noqa: E402
-from perfsweep.modeling.compare import same_lead_order  # noqa: E402
+from perfsweep.modeling.lead_orders import same_lead_order  # noqa: E402
 from perfsweep.modeling.model import Model  # noqa: E402
 from perfsweep.modeling.pipeline import LEVEL, fit_study_models, oversubscribed_rows, repetitions  # noqa: E402
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from perfsweep.modeling import Model
-from perfsweep.modeling.compare import lead_orders, same_lead_order
+from perfsweep.modeling.lead_orders import lead_orders, same_lead_order
 from perfsweep.modeling.pipeline import fit_study_models
 
 
@@ -58,7 +58,7 @@ def main_model(agg, names, **kw):
 
 def test_replicate_sweeps_agree_in_lead_order():
     """Twelve triples of replicate sweeps of T(n, m): the three reported models of a triple agree in lead
-    order (modeling.compare) in at least 7 of 12 (8 when this test was written; the search's own
+    order (modeling.lead_orders) in at least 7 of 12 (8 when this test was written; the search's own
     choices, without the resamples, also 8: this law's effective power of m, site pairs within a reach
     that grows with m, lies between m^2 and m^(8/3) over m = 1-5, and whether a model carries the
     per-molecule term beside the product moves its power of m by about 1/2, so a sweep's noise still

@@ -24,8 +24,8 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   is not a time, the total of that metric); **impact**: the change B - A over A's total, by which the
   table is sorted.
 - **scaling class** (:func:`scaling`): the lead orders per parameter of A's and B's reported model
-  (modeling.compare.lead_orders) and their *class*: ``same`` where they agree over the range both
-  measured (compare.orders_agree); where they do not, ``worse`` (B grows faster in some parameter by
+  (modeling.lead_orders.lead_orders) and their *class*: ``same`` where they have the same lead
+  terms (lead_orders.same_lead_order, every parameter, falling factors, sums apart from products); where they do not, ``worse`` (B grows faster in some parameter by
   more than compare.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
   ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
   reproduce their own lead order in at least compare.STABLE of their resamples (lead_share), and in
@@ -53,7 +53,7 @@ from typing import Any, Callable
 import numpy as np
 
 from perfsweep.compare.load import Entry
-from perfsweep.modeling import compare as lead
+from perfsweep.modeling import lead_orders as lead
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.predict import is_rate_metric
 
@@ -166,6 +166,12 @@ def _orders_text(model: Model, names: list[str], order: list[int]) -> str:
     return lead.format_orders(renamed)
 
 
+def _renamed(model: Model, names: list[str], order: list[int]) -> Model:
+    """A's model, its parameters named as B's."""
+    return Model([names[order.index(k)] for k in range(len(names))], model.terms, model.coefficients,
+                 reciprocal=model.reciprocal)
+
+
 def _renamed_orders(model: Model, names: list[str], order: list[int]) -> dict[str, lead.Order]:
     a_names = [names[order.index(k)] for k in range(len(names))]
     return {a_names[model.param_names.index(p)]: o for p, o in lead.lead_orders(model).items()}
@@ -176,7 +182,7 @@ def scaling_class(a: Model, b: Model, names: list[str], order: list[int], metric
     """same / worse / better / changed / class uncertain (see the module's docstring)."""
     oa, ob = _renamed_orders(a, names, order), lead.lead_orders(b)
     ranges = _common_ranges(a, b, names, order)
-    if lead.orders_agree(oa, ob, ranges=ranges):
+    if lead.same_lead_order(_renamed(a, names, order), b):
         return "same"
     if not (a.lead_share >= lead.STABLE and b.lead_share >= lead.STABLE):  # NaN (no resamples): not stable
         return "class uncertain"

@@ -20,10 +20,9 @@ order in 2.5-33 % (issue 35). Bagging of model selection (Breiman 1996) and stab
 3. every resample chooses its admissible form of the lowest criterion (the search's: N ln(RSS_w / N)
    + penalty K);
 4. the lead order to report: the measured data's own choice where at least ``STABLE`` of the
-   resamples' choices agree with it (modeling.compare.orders_agree over the measured range: the same
-   dominant parameters, growth within 1/4 of a power); else the lead order at the centre of the
-   resamples' choices (the admissible form whose lead order is closest to theirs on average,
-   compare.order_distance);
+   resamples' choices agree with it (modeling.lead_orders.same_lead_order: the same lead terms, every
+   parameter's exponents equal); else the lead order at the centre of the resamples' choices (the
+   admissible form whose lead terms are closest to theirs on average, lead_orders.lead_distance);
 5. of the forms of that lead order the simplest (Amdahl's law first where it applies, then fewest
    terms, log2 factors and exponents' denominators) within one coefficient's penalty of their best:
    the simplest model within the noise of the best.
@@ -50,7 +49,7 @@ from fractions import Fraction
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from perfsweep.modeling.compare import lead_orders, order_distance, orders_agree
+from perfsweep.modeling.lead_orders import lead_distance, lead_terms, same_lead_order
 from perfsweep.modeling.model import Model, fill_statistics
 from perfsweep.modeling.terms import EXACT, Factor, Term
 
@@ -199,25 +198,24 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     ranges = {name: (float(x[:, k].min()), float(x[:, k].max())) for k, name in enumerate(model.param_names)}
     if not chose.any() or not len(usable):  # nothing admissible: the search's model, with its resamples
         model.bootstrap = list(searched[1:])
-        mine = lead_orders(model)
-        model.lead_share = float(np.mean([orders_agree(mine, lead_orders(b), ranges=ranges) for b in model.bootstrap]))
+        model.lead_share = float(np.mean([same_lead_order(model, b) for b in model.bootstrap]))
         return model
     names = list(model.param_names)
-    orders = [lead_orders(Model(names, list(form), np.zeros(len(form) + 1))) for form in forms]
+    orders = [lead_terms(Model(names, list(form), np.zeros(len(form) + 1))) for form in forms]
     picked = choice[chose]
     # the lead order at the centre of the resamples' choices: the admissible form whose lead order is
-    # closest to theirs on average (growth over the measured range, compare.order_distance)
-    distance = {f: np.mean([order_distance(orders[f], orders[c], ranges) for c in picked]) for f in usable}
+    # closest to theirs on average (growth over the measured range, lead_orders.lead_distance)
+    distance = {f: np.mean([lead_distance(orders[f], orders[c], ranges) for c in picked]) for f in usable}
     centre = min(usable, key=lambda f: (distance[f], _complexity(forms[f]), scores[f, 0]))
     own = min(usable, key=lambda f: scores[f, 0])  # the measured data's own choice
-    if np.mean([orders_agree(orders[own], orders[c], ranges=ranges) for c in picked]) >= STABLE:
+    if np.mean([orders[own] == orders[c] for c in picked]) >= STABLE:
         centre = own
     # of the forms of that lead order the simplest within one coefficient's penalty of their best
     same = [f for f in usable if orders[f] == orders[centre]]
     best = min(scores[f, 0] for f in same)
     pick = min((not _serial_and_parallel(forms[f], amdahl), _complexity(forms[f]), scores[f, 0], f)
                for f in same if scores[f, 0] <= best + penalty)[3]
-    agree = np.array([orders_agree(orders[pick], orders[c], ranges=ranges) for c in picked])
+    agree = np.array([orders[pick] == orders[c] for c in picked])
     a = _design(x, forms[pick])
     chosen = Model(names, list(forms[pick]), coefs[pick][:, 0].copy(), points=x, values=ybar,
                    processes=model.processes)

@@ -38,7 +38,7 @@ class Model:
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
     # the models of resampled repetitions (FitOptions.bootstrap): how sure the form and predictions are
     bootstrap: list["Model"] = field(default_factory=list)
-    lead_share: float = float("nan")  # share of the resamples whose lead order agrees (modeling.compare)
+    lead_share: float = float("nan")  # share of the resamples whose lead order agrees (modeling.lead_orders)
     runner_up: str = ""  # the most frequent other lead terms among the resamples ...
     runner_up_share: float = float("nan")  # ... and their share
     processes: str | None = None  # the process-count parameter, if the model has one

@@ -173,7 +173,7 @@ def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: flo
 
 def form_note(model: Model) -> str:
     """How sure the model's form is: the share of the resamples whose model agrees with its lead order
-    (modeling.compare) and the most frequent other lead."""
+    (modeling.lead_orders) and the most frequent other lead."""
     if not model.bootstrap:
         return f"lead {model.lead()} (no resamples: fitted without repetitions)"
     text = f"lead order agreed by {model.lead_share:.0%} of {len(model.bootstrap)} resamples: {model.lead()}"

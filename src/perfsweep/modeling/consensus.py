@@ -56,6 +56,8 @@ from perfsweep.modeling.terms import EXACT, Factor, Term
 NEGATIVE = 0.05  # a constant below -5 % of the smallest mean is not admissible (values > 0)
 STABLE = 0.8  # the measured data's own choice stands where this share of the resamples agree with it
 MIN_HELD = 4  # values of a parameter for its extrapolation error (3 left to fit the form without the largest)
+PLAUSIBLE = 30.0  # forms whose criterion is above the best's by more weigh exp(-15 / temperature) or less
+ALTERNATIVES = 12  # at most this many other forms are kept (models.json's alternatives)
 _RELEVANT = 1e-6  # a term changing no value by more than this fraction of the largest is no term
 
 
@@ -157,6 +159,18 @@ def extrapolation_errors(x: np.ndarray, ybar: np.ndarray, w: np.ndarray, form: t
     return out
 
 
+def _alternatives(forms: list, coefs: list, scores: np.ndarray, usable: np.ndarray, pick: int,
+                  names: list[str]) -> tuple[float, list[Model]]:
+    """The picked form's criterion above the best admissible form's, and the other admissible forms
+    within ``PLAUSIBLE`` of the best (at most ``ALTERNATIVES``, the best first), each fitted to the
+    measured means with its criterion above the best: the forms Model.form_spread averages over."""
+    best = float(np.min(scores[usable]))
+    order = sorted((f for f in usable if f != pick and scores[f] - best <= PLAUSIBLE), key=lambda f: scores[f])
+    out = [Model(names, list(forms[f]), coefs[f][:, 0].copy(), criterion=float(scores[f] - best))
+           for f in order[:ALTERNATIVES]]
+    return float(scores[pick] - best), out
+
+
 def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarray, draws: np.ndarray,
               w: np.ndarray, penalty: float, positive: bool = True, relative: bool = True,
               amdahl: tuple[int, ...] = ()) -> Model:
@@ -227,6 +241,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     chosen.bootstrap = [Model(names, list(forms[c]), coefs[c][:, 1 + b].copy())
                         for b, c in zip(np.flatnonzero(chose), picked)]
     chosen.lead_share = float(agree.mean())
+    chosen.criterion, chosen.alternatives = _alternatives(forms, coefs, scores[:, 0], usable, pick, names)
     others: dict[str, int] = {}
     for c in picked[~agree]:
         lead = Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1)).lead()

@@ -267,7 +267,7 @@ def _fit_group(x: np.ndarray, group: list, varied: list[str], options: FitOption
             for i, model in zip(rates, inverse):
                 if model is not None and reciprocal_wins(fitted[i], model):
                     model.reciprocal = True
-                    for b in model.bootstrap:
+                    for b in (*model.bootstrap, *model.alternatives):
                         b.reciprocal = True
                     model.values = np.nanmean(ys[i], axis=1)
                     fill_statistics(model, model.values, model.predict(x))

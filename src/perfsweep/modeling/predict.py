@@ -76,7 +76,8 @@ def _check_model(model: Model, where: str) -> None:
     names = model.param_names
     if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise PredictError(f"{where}.param_names: {names!r} is not a list of distinct parameter names")
-    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap))]:
+    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
+                     *((f".alternatives[{b}]", alt) for b, alt in enumerate(model.alternatives))]:
         for t, term in enumerate(m.terms):
             for f, factor in enumerate(term.factors):
                 field = f"{where}{label}.terms[{t}][{f}]"
@@ -159,14 +160,16 @@ def is_time_metric(metric: str) -> bool:
 
 
 def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9) -> list[str]:
-    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %)``."""
+    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %, 23 % wide)``
+    (the interval's width over the value)."""
     symbol = "t" if metric == "time" else metric
     lines = []
     for _, row in table.iterrows():
         where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
         text = f"{where}: {symbol} = {row['predicted']:.4g}{' s' if is_time_metric(metric) else ''}"
         if "low" in row:
-            text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
+            width = (row["high"] - row["low"]) / abs(row["predicted"]) if row["predicted"] else float("nan")
+            text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %, {100 * width:.0f} % wide)"
         lines.append(text)
     return lines
 

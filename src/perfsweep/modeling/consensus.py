@@ -175,6 +175,16 @@ def _alternatives(forms: list, coefs: list, scores: np.ndarray, usable: np.ndarr
     return float(scores[pick] - best), out
 
 
+def _centre(forms: list, orders: list, scores: np.ndarray, usable: np.ndarray, picked: np.ndarray,
+            ranges: dict) -> int:
+    """The admissible form of the lead order most of the resamples chose (a majority vote, as
+    bagging's), of equals the one closest to all their choices on average (growth over the measured
+    range, lead_orders.lead_distance), then the simplest, then the best criterion."""
+    count = {f: sum(orders[f] == orders[c] for c in picked) for f in usable}
+    distance = {f: np.mean([lead_distance(orders[f], orders[c], ranges) for c in picked]) for f in usable}
+    return min(usable, key=lambda f: (-count[f], distance[f], _complexity(forms[f]), scores[f]))
+
+
 def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarray, draws: np.ndarray,
               w: np.ndarray, penalty: float, positive: bool = True, relative: bool = True,
               amdahl: tuple[int, ...] = ()) -> Model:
@@ -221,11 +231,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     names = list(model.param_names)
     orders = [lead_terms(Model(names, list(form), np.zeros(len(form) + 1))) for form in forms]
     picked = choice[chose]
-    # the lead order most of the resamples chose (a majority vote, as bagging's), of equals the one
-    # closest to all their choices on average (growth over the measured range, lead_orders.lead_distance)
-    count = {f: sum(orders[f] == orders[c] for c in picked) for f in usable}
-    distance = {f: np.mean([lead_distance(orders[f], orders[c], ranges) for c in picked]) for f in usable}
-    centre = min(usable, key=lambda f: (-count[f], distance[f], _complexity(forms[f]), scores[f, 0]))
+    centre = _centre(forms, orders, scores[:, 0], usable, picked, ranges)
     own = min(usable, key=lambda f: scores[f, 0])  # the measured data's own choice
     if np.mean([orders[own] == orders[c] for c in picked]) >= STABLE:
         centre = own

@@ -32,7 +32,12 @@ second run calibrated the temperature and the extrapolation's share together by 
 which chose temperature 1 and no extrapolation error, and lowered the held-out coverage from 0.874 to
 0.849; the extrapolation's share is not this bench's to remove, so it stays 1 and only the
 temperature is calibrated here. The held-out figures of both earlier runs were seen before this
-rule was fixed.
+rule was fixed. That rule chose 0.25 (held out: 0.874 -> 0.881); then the consensus changed (the
+majority of the resamples' lead orders, modeling.consensus) and the same rule chose 0: every
+temperature moves the two-parameter strata's coverage (0.94-0.96 already) further from 90 % than it
+brings the one-parameter functions with this machine's noise (0.835) nearer. So the forms' spread is
+off by default (model.FORM_TEMPERATURE 0); the held-out line at temperature 1 (Akaike's weights) is
+printed for comparison only.
 """
 
 from __future__ import annotations
@@ -145,7 +150,8 @@ def main() -> int:
           f"{NEAR}, then the narrowest); this checkout's model.FORM_TEMPERATURE {FORM_TEMPERATURE:g}, reach {REACH:g}")
     print("# held-out suite (other functions, n = 200..1000, m = 1..5, 2 reps, t(3) 4 % noise, 3 % drift)")
     print(f"{'intervals':>40} | {'coverage 1 par':>14} | {'2 par':>6} | {'both':>6} | {'median width':>12} | points")
-    for label, t in (("before (no forms' spread)", 0.0), (f"after (temperature {chosen:g})", chosen)):
+    for label, t in (("before (no forms' spread)", 0.0), (f"after (temperature {chosen:g})", chosen),
+                     ("for comparison, not chosen: 1", 1.0)):
         rows = [judge(m, s, t, REACH) for m, s in zip(held_models, held)]
         points = sum(n for _, _, n in rows)
         both = sum(c * n for c, _, n in rows) / points

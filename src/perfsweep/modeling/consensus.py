@@ -35,7 +35,8 @@ order, ``runner_up`` the most frequent lead among those that do not; its resampl
 (``bootstrap``, for the intervals) are the resamples' choices, so that the intervals carry the
 uncertainty of choosing the form; its ``extrapolation`` says per parameter how much its predictions
 beyond the measured range depend on the points it has (extrapolation_errors), which widens the
-intervals there.
+intervals there; its ``alternatives`` are the other admissible forms within ``PLAUSIBLE`` of the best
+criterion, fitted to the measured means (Model.form_spread averages over them).
 
 Measured on synthetic replicate sweeps with this machine's noise (tests/test_model_stability.py):
 three sweeps of an ljmd-like T(n, m) agreed in lead order in 8 of 12 triples by the rule before issue

@@ -12,8 +12,10 @@ from perfsweep.modeling.terms import Term, dominant_terms
 
 
 # the temperature of the forms' weights (Model.form_spread), calibrated on synthetic suites with known
-# truth by bench/interval_forms.py (bench/results/interval_forms.txt), not on any sweep's validation points
-FORM_TEMPERATURE = 0.25
+# truth by bench/interval_forms.py (bench/results/interval_forms.txt), not on any sweep's validation points:
+# 0 there (2026-11-27), the forms' spread off by default (any temperature moved the suite's coverage
+# further from 90 % than it helped); Model.interval(..., temperature=T) applies it
+FORM_TEMPERATURE = 0.0
 # the share of the extrapolation error per doubling (Model.beyond) the intervals carry, calibrated with it
 REACH = 1.0
 

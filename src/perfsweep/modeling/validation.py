@@ -5,7 +5,7 @@ its prediction against the measured median, its interval, and whether the interv
     from perfsweep.modeling import validation
     fitted, checks = validation.split(aggregate)            # the aggregate's validation column
     at = validation.evaluate(model, checks_of_the_metric, ["n", "m"], level=0.9)
-    validation.summary(at)   # {"validation_points": 2, "validation_median_error": 0.07, "validation_coverage": 0.5}
+    validation.summary(at)   # {"validation_points": 2, "validation_median_error": 0.07, "validation_coverage": 0.5, "validation_width": 0.3}
     validation.entries(at, ["n", "m"])                      # models.json's "validation" list
     validation.describe(entries, "time", 0.9)               # perfsweep predict's lines
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SUMMARY_COLUMNS = ["validation_points", "validation_median_error", "validation_coverage"]
+SUMMARY_COLUMNS = ["validation_points", "validation_median_error", "validation_coverage", "validation_width"]
 
 
 def is_validation(table: pd.DataFrame) -> np.ndarray:

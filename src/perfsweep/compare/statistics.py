@@ -26,14 +26,14 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
 - **scaling class** (:func:`scaling`): the lead orders per parameter of A's and B's reported model
   (modeling.lead_orders.lead_orders) and their *class*: ``same`` where they have the same lead
   terms (lead_orders.same_lead_order, every parameter, falling factors, sums apart from products); where they do not, ``worse`` (B grows faster in some parameter by
-  more than compare.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
+  more than lead_orders.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
   ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
-  reproduce their own lead order in at least compare.STABLE of their resamples (lead_share), and in
+  reproduce their own lead order in at least lead_orders.STABLE of their resamples (lead_share), and in
   the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
   tolerance) B's resampled models grow faster (slower) than A's in at least 95 % of the pairs of
-  resamples (A's i, B's j), the growth measured over the range both sweeps measured (compare.growth).
+  resamples (A's i, B's j), the growth measured over the range both sweeps measured (lead_orders.growth).
   Otherwise ``class uncertain``: the resamples of the two sweeps overlap in form.
-  (A first rule, fewer than compare.SUPPORT of either side's resamples reaching the other's lead
+  (A first rule, fewer than lead_orders.SUPPORT of either side's resamples reaching the other's lead
   order, left the n^2 pass of ljmd --all-pairs uncertain where 15 % of the noisy "before" sweep's
   resamples reached n^(3/2) log2(n)^2, and called two replicate sweeps' n^(2/3) log2(n)^2 and n^(3/2)
   a confident change at 5 %.)

@@ -28,8 +28,7 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   terms (lead_orders.same_lead_order, every parameter, falling factors, sums apart from products); where they do not, ``worse`` (B grows faster in some parameter by
   more than lead_orders.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
   ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
-  reproduce their own lead order in at least lead_orders.STABLE of their resamples (lead_share), and in
-  the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
+  have resamples, and in the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
   tolerance) B's resampled models grow faster (slower) than A's in at least 95 % of the pairs of
   resamples (A's i, B's j), the growth measured over the range both sweeps measured (lead_orders.growth).
   Otherwise ``class uncertain``: the resamples of the two sweeps overlap in form.
@@ -184,8 +183,8 @@ def scaling_class(a: Model, b: Model, names: list[str], order: list[int], metric
     ranges = _common_ranges(a, b, names, order)
     if lead.same_lead_order(_renamed(a, names, order), b):
         return "same"
-    if not (a.lead_share >= lead.STABLE and b.lead_share >= lead.STABLE):  # NaN (no resamples): not stable
-        return "class uncertain"
+    if not (a.bootstrap and b.bootstrap):  # no resamples: no confidence (issue 44: lead shares by the strict
+        return "class uncertain"  # rule fall below lead_orders.STABLE where the growth's direction is sure)
     ga, gb = _resampled_growth(a, names, order, ranges), _resampled_growth(b, names, None, ranges)
     tol = float(lead.EXPONENT_TOLERANCE) + 1e-12
     faster = slower = False

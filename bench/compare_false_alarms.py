@@ -9,7 +9,10 @@ them is part of what the gate must stand), with the tiny config of tests/test_co
 study T(n) of ljmd, 5 sizes, 5 repetitions of 150 steps). Every pair (i < j) is compared, A = the earlier
 sweep; the pairs share sweeps, so they are not independent trials: the rate is of this host's replicate
 pairs, not a test of the 5 % level. Prints per pair the exit code and its gating rows' verdicts, then the
-false-alarm rate, and how often a row of each verdict occurred.
+false-alarm rate, and how often a row of each verdict occurred. An inconclusive row is no pass: a gate
+without power would have no false alarms at all. So it also prints how many pairs the gate *passed*
+(exit 0 with every gating row "no significant change": it showed that nothing changed) and the share
+of gating rows that resolve the threshold (minimum detectable effect at most the threshold).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def main() -> int:
         else:
             root = Path(args.keep) if args.keep else Path(tmp)
             dirs = run_sweeps(args.sweeps, root)
-        alarms, pairs, verdicts = 0, 0, Counter()
+        alarms, pairs, passed, resolved, verdicts = 0, 0, 0, [], Counter()
         for a, b in itertools.combinations(dirs, 2):
             proc = subprocess.run([PERFSWEEP, "compare", str(a), str(b), "--format", "json"], capture_output=True,
                                   text=True)
@@ -75,12 +78,16 @@ def main() -> int:
             verdicts.update("scaling worse" for r in gating if r["scaling"] == "worse")
             pairs += 1
             alarms += proc.returncode == 1
+            passed += proc.returncode == 0 and all(r["verdict"] == "no significant change" for r in gating)
+            resolved += [r["mde"] is not None and r["mde"] <= data["threshold"] for r in gating]
             flagged = [f"{r['region']}/{r['metric']} {r['verdict']} {r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}]"
                        + (" scaling worse" if r["scaling"] == "worse" else "")
                        for r in gating if r["verdict"] == "regression" or r["scaling"] == "worse"]
             print(f"{a.parent.name} vs {b.parent.name}: exit {proc.returncode}"
                   + (f" ({'; '.join(flagged)})" if flagged else ""), flush=True)
     print(f"false alarms: {alarms} of {pairs} replicate pairs ({alarms / pairs:.1%}); issue 36 asks for at most 1 in 20")
+    print(f"passed (every gating row 'no significant change'): {passed} of {pairs}; inconclusive is no pass")
+    print(f"gating rows that resolve the threshold (mde <= threshold): {sum(resolved)} of {len(resolved)}")
     print("gating rows by verdict: " + ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())))
     return 0
 

@@ -110,6 +110,30 @@ def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
+    """Every step more work (steps: 180 instead of 150): where the sweeps can resolve a 20 % change (the
+    whole run's minimum detectable effect below it), the whole run is a regression, exit 1 (the median of
+    the rows no longer divides it out); where the host is too loaded for that (under a load of 6 on 2
+    cores: an mde of 26 %, ratio 1.15 [1.00, 1.32]), it is never "no significant change" and the summary
+    names it among the rows that cannot resolve the threshold. Never an "improvement" of the regions
+    that did not change (setup), and the app's changed argument is listed at the top. (Exit 1 on every
+    row 1.2x, whatever the noise: tests/test_compare_gate.py's synthetic sweeps.)"""
+    a, b = sweep_pair(tmp_path, "whole", steps=180)
+    code, table = rows(a, b)
+    whole = table["all", "time"]
+    assert whole["ratio"] > 1.08 and whole["verdict"] in ("regression", "inconclusive"), whole
+    if whole["mde"] < 0.2:
+        assert whole["verdict"] == "regression" and code == 1, whole
+    else:
+        data = json.loads(compare(a, b, "--format", "json").stdout)
+        assert "T_n/all/time" in data["unresolved"] and code == 0
+    assert table["setup", "time"]["verdict"] != "improvement"
+    text = compare(a, b).stdout
+    assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]
+    assert "one baseline: whole-sweep drift is unknown" in text
+
+
+@pytest.mark.slow
 def test_a_two_percent_change_is_no_regression(tmp_path):
     a, b = sweep_pair(tmp_path, "slight", **{"slow-region": "forces=1.02"})
     code, table = rows(a, b)
@@ -283,12 +307,14 @@ def test_mismatched_parameters_without_a_map_is_one_line(tmp_path):
 
 def test_the_how_tos_commands_run_as_written(tmp_path):
     """docs/how-to/compare-sweeps.md's first command block, run line by line in a directory that holds
-    what it names: two results directories (a region 20 % slower after), one whose parameter has another
-    name, and two of Extra-P's own inputs."""
+    what it names: two results directories (a region 20 % slower after) and two more baselines, one whose
+    parameter has another name, and two of Extra-P's own inputs."""
     doc = (REPO / "docs" / "how-to" / "compare-sweeps.md").read_text()
     block = doc.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
-    assert len(commands) == 5 and all(c.startswith("perfsweep compare ") for c in commands)
+    assert len(commands) == 6 and all(c.startswith("perfsweep compare ") for c in commands)
+    synthetic_side(tmp_path, "base1/results", {}, seed=15)
+    synthetic_side(tmp_path, "base2/results", {}, seed=16)
     synthetic_side(tmp_path, "before/results", {}, seed=11)
     synthetic_side(tmp_path, "after/results", {"r5": 1.2}, seed=12)
     new = synthetic_side(tmp_path, "new/results", {}, seed=13)
@@ -310,6 +336,7 @@ def test_the_how_tos_commands_run_as_written(tmp_path):
     assert codes[commands[0]] == 1  # r5 20 % slower: a regression
     assert (tmp_path / "compare.html").stat().st_size > 0 and "| verdict |" in (tmp_path / "compare.md").read_text()
     assert codes[commands[3]] == 0 and new.is_dir()
+    assert codes[commands[5]] == 1  # r5 20 % slower than three baselines
 
 
 def test_ljmd_known_change_options_are_checked():

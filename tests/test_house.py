@@ -170,7 +170,7 @@ def test_nothing_below_the_front_end_imports_it():
 LAYERS = (
     ("base", ("perfsweep", "layout", "errors", "values", "stats", "tidy")),
     ("run", ("apps", "cube", "cluster", "runner", "sweep", "sweep.spec", "sweep.record", "sweep.recover",
-             "sweep.run", "sweep.designs", "sweep.plan")),
+             "sweep.run", "sweep.designs", "sweep.plan", "sweep.order", "sweep.host")),
     ("config", ("config", "config_fields", "config_doc")),
     ("analysis", ("modeling", "tables", "metrics", "overhead", "report", "report_check")),
     ("steps", ("sweep.estimate", "sweep.rounds", "sweep.adapt")),

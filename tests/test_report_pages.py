@@ -77,6 +77,15 @@ def test_report_groups_results_by_study_and_kind(sweep):
     assert set(cats["np"]) == {"measurements", "variability", "models", "scaling", "efficiency"}
     assert cats["all studies"] == {"models": [str(sweep / "report" / "models_summary.html")]}
     assert str(sweep / "figures" / "np" / "model_sheet.png") in cats["np"]["models"]
+    # the variability page: each configuration's host load and every run in the order it ran
+    page = (sweep / "report" / "nm" / "variability.html").read_text()
+    assert "The runs in the order they ran" in page and "order_position" in page and "others_busy_share" in page
+    order = pd.read_csv(sweep / "tables" / "nm" / "run_order.csv")
+    assert len(order) == 18 and list(order["order_round"]) == [0] * 9 + [1] * 9
+    for _, rnd in order.groupby("order_round"):  # in order; the round's places are shared with study np
+        assert rnd["order_position"].is_monotonic_increasing and rnd["order_position"].between(0, 20).all()
+    assert set(order["order_seed"]) == {1}
+    assert order["others_busy_share"].between(0, 1).all() and order["cpu_wall_ratio"].gt(0).all()
 
 
 def test_report_in_chromium_every_figure_and_table_loads(sweep):

@@ -241,3 +241,38 @@ def test_cancelled_run_is_retried_and_the_sweep_completes(cluster, tmp_path):
     retried = [r for r in recs.values() if r["attempt"] == 2]
     assert len(retried) == 1 and retried[0]["slurm"]["job_id"] != cancelled
     assert "SLURM status is: 'CANCELLED'" in output
+
+
+def slurm_nice(job_id):
+    """The nice value SLURM holds for a job (the local cluster keeps ended jobs for MinJobAge=600 s)."""
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return int(next(w for w in out.stdout.split() if w.startswith("Nice=")).removeprefix("Nice="))
+
+
+def test_the_run_order_reaches_slurm_and_the_records(cluster, tmp_path):
+    """The same seed gives the same recorded order on the cluster, another seed another; each run job
+    reaches SLURM with the nice value of its place (round, then position in the round's random order)."""
+    from perfsweep.sweep.order import run_order
+
+    ns = (100, 150, 200, 250)
+    ran = {}
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        where = tmp_path / name
+        where.mkdir()
+        cfg = write_config(where, **LJMD, repetitions=2, seed=seed, studies={"s": {"vary": {"n": list(ns)}}})
+        targets = [str(where / "results" / "runs" / "s" / f"n={n}" / f"rep{k}.json") for n in ns for k in range(2)]
+        proc = snakemake_slurm(cfg, where, *targets)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        recs = list(records(where / "results").values())
+        assert len(recs) == 8 and all(r["status"] == "ok" for r in recs)
+        expected = run_order(seed, [("s", f"n={n}", k) for n in ns for k in range(2)])
+        for rec in recs:
+            assert rec["order"] == expected[("s", rec["config_id"], rec["repetition"])], rec["run_id"]
+        # SLURM got the order: the nice values rise with (round, position)
+        by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
+        nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
+        assert nice == sorted(nice) and len(set(nice)) == 8 and nice[0] == 0, nice
+        ran[name] = [r["config_id"] for r in by_place]
+    assert ran["a"] == ran["b"]
+    assert ran["a"] != ran["c"]

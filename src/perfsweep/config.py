@@ -106,6 +106,8 @@ class SweepConfig:
     bundle: str = "none"
     exclusive: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    seed: int = 1  # of the run order within each repetition round (perfsweep.sweep.order)
+    disturbed: float = 0.25  # variability.disturbed: others' busy share that flags a run
 
     def study(self, name: str) -> Study:
         for s in self.studies:
@@ -195,6 +197,8 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         results=data["results"],
         bundle=data["bundle"],
         exclusive=bool(data["exclusive"]),
+        seed=int(data["seed"]),
+        disturbed=float(var["disturbed"]),
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
 

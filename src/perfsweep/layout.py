@@ -9,6 +9,7 @@ rules' wildcards (``"{study}"``) pass through and a path is the same text wherev
       archive/<study>/<config>/rep<k>.attempt<a>.<time>.json   every attempt's copy
       bundles/<study>/<config>.txt               with bundle: repetitions, the bundle job's manifest
       plan/<study>/points.json, repetitions.json state of adaptive rounds (perfsweep.sweep.plan)
+      plan/<study>/order.json                    the runs' random order in each round (perfsweep.sweep.order)
       quarantine/<time>/..., superseded/<time>/...   damaged records, records of another launch
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
@@ -28,6 +29,7 @@ from perfsweep.values import PathLike
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
 QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.sweep.record.set_aside)
 POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.sweep.plan)
+ORDER_FILE = "order.json"  # each run's place in its round's random order (perfsweep.sweep.order)
 _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
 LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.sweep.record.atomic_file's temporary file of a record (or its copy)
@@ -161,7 +163,8 @@ def named(folder: str) -> str:
 
 STAGES: dict[str, tuple[str, dict[str, str]]] = {
     "collect": ("tables", {"runs": "runs.csv", "ranks": "ranks.csv", "regions": "regions.csv"}),
-    "variability": ("tables", {"table": "variability.csv", "summary": "variability_summary.csv"}),
+    "variability": ("tables", {"table": "variability.csv", "summary": "variability_summary.csv",
+                               "order": "run_order.csv"}),
     "aggregate": ("tables", {"aggregate": "aggregate.csv", "medians": "medians.csv"}),
     "models": ("models", {"table": "models.csv", "models_json": "models.json", "predictions": "predictions.csv",
                           "validation": "validation.csv"}),

@@ -48,10 +48,11 @@ def _cell(v) -> tuple[str, str]:
 
 
 def table_html(df: pd.DataFrame) -> str:
-    """One DataFrame as an HTML table; rows with a true 'flagged' column are shaded."""
+    """One DataFrame as an HTML table; rows with a true 'flagged' (or 'disturbed') column are shaded."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = []
-    flagged = df["flagged"].astype(str).str.lower().eq("true") if "flagged" in df.columns else None
+    mark = "flagged" if "flagged" in df.columns else "disturbed" if "disturbed" in df.columns else None
+    flagged = df[mark].astype(str).str.lower().eq("true") if mark else None
     for i, row in enumerate(df.itertuples(index=False)):
         cells = "".join(f'<td class="{cls}">{text}</td>' for text, cls in map(_cell, row))
         rows.append(f'<tr{" class=flagged" if flagged is not None and flagged.iloc[i] else ""}>{cells}</tr>')
@@ -93,6 +94,9 @@ TABLE_HEADINGS = {
     "pop_metrics": "POP efficiency metrics (seed 004)",
     "models_summary": "Run-time models of all studies (cf. seed 001, Tables 2-3)",
     "runs": "Every run, its status and error",
+    "run_order": "The runs in the order they ran: each repetition round in the random order of the config's "
+                 "seed; what the host did during each (others' busy share of its cores, its CPU/wall ratio, "
+                 "involuntary context switches); shaded: disturbed (others' share above variability.disturbed)",
 }
 
 

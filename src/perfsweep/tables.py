@@ -27,6 +27,10 @@ from perfsweep.sweep.record import check_record
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
+# what the host did during a run (record field host_load, perfsweep.sweep.host) and its place in its
+# round's random order (record field order, perfsweep.sweep.order); empty for records that do not say
+HOST_COLUMNS = ["others_busy_share", "cpu_wall_ratio", "involuntary_switches"]
+ORDER_COLUMNS = ["order_seed", "order_round", "order_position"]
 
 
 def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -51,6 +55,7 @@ def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.Da
             slurm_job_id=slurm.get("job_id"), slurm_nodelist=slurm.get("nodelist"),
             started_at=rec.get("started_at"), launch_command=" ".join(rec.get("launch", {}).get("command", [])),
         )
+        row.update(_host_and_order(rec))
         for name, value in (rec.get("metrics") or {}).items():
             row[f"metric_{name}"] = value
         runs.append(row)
@@ -83,8 +88,30 @@ def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.Da
     return runs_df, pd.DataFrame(ranks), pd.DataFrame(regions)
 
 
-def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float) -> pd.DataFrame:
-    """CV of the run time per configuration over its good repetitions (seed 001, Table 1)."""
+def _host_and_order(rec: dict[str, Any]) -> dict[str, Any]:
+    """A run's host load (HOST_COLUMNS) and place in the run order (ORDER_COLUMNS), None where unknown."""
+    load = rec.get("host_load") if isinstance(rec.get("host_load"), dict) else {}
+    order = rec.get("order") if isinstance(rec.get("order"), dict) else {}
+    row = {c: load.get(c) for c in HOST_COLUMNS}
+    row.update({f"order_{k}": order.get(k) for k in ("seed", "round", "position")})
+    return row
+
+
+def disturbance(group: pd.DataFrame, disturbed: float | None) -> dict[str, Any]:
+    """A configuration's runs' host load: the median share of its cores that other processes kept busy,
+    the median CPU/wall ratio of its launches, and how many runs the others' share flags as disturbed
+    (above ``disturbed``, config key variability.disturbed; NaN where the records do not say)."""
+    share = pd.to_numeric(group.get("others_busy_share", pd.Series(dtype=float)), errors="coerce").dropna()
+    ratio = pd.to_numeric(group.get("cpu_wall_ratio", pd.Series(dtype=float)), errors="coerce").dropna()
+    n = int((share > disturbed).sum()) if disturbed is not None and len(share) else 0
+    return {"others_busy_share": share.median() if len(share) else np.nan,
+            "cpu_wall_ratio": ratio.median() if len(ratio) else np.nan, "n_disturbed": n}
+
+
+def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float,
+                disturbed: float | None = None) -> pd.DataFrame:
+    """CV of the run time per configuration over its good repetitions (seed 001, Table 1), and its
+    runs' host load (:func:`disturbance`)."""
     rows = []
     for cid, group in runs.groupby("config_id", sort=False):
         ok = group[group["status"] == "ok"]["time"].astype(float)
@@ -96,9 +123,22 @@ def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float) -> p
         row.update(n_runs=len(group), n_ok=len(ok), n_failed=int((group["status"] != "ok").sum()),
                    mean=mean, std=std, cv=cv, flagged=bool(cv > cv_threshold) if np.isfinite(cv) else False,
                    cv_threshold=cv_threshold)
+        row.update(disturbance(group, disturbed))
         rows.append(row)
     out = pd.DataFrame(rows)  # in the grid's order (the records come sorted as text: n=100, n=1600, n=200)
     return out.sort_values(params, kind="stable").reset_index(drop=True) if len(out) else out
+
+
+def run_order(runs: pd.DataFrame, params: list[str], disturbed: float | None = None) -> pd.DataFrame:
+    """The runs in the order they ran: by round and position in the round's random order (record field
+    order; records without it after, by start time), with what the host did during each (HOST_COLUMNS)
+    and ``disturbed``: the others' busy share above the threshold (config key variability.disturbed)."""
+    cols = [*ORDER_COLUMNS, "config_id", "repetition", *params, "started_at", "status", "time", *HOST_COLUMNS]
+    out = runs.reindex(columns=cols).copy()
+    share = pd.to_numeric(out["others_busy_share"], errors="coerce")
+    out["disturbed"] = (share > disturbed).fillna(False) if disturbed is not None else False
+    out = out.sort_values(["order_round", "order_position", "started_at"], kind="stable", na_position="last")
+    return out.reset_index(drop=True)
 
 
 def variability_summary(var: pd.DataFrame) -> pd.DataFrame:
@@ -108,6 +148,8 @@ def variability_summary(var: pd.DataFrame) -> pd.DataFrame:
         "configurations": len(var), "runs": int(var["n_runs"].sum()), "failed": int(var["n_failed"].sum()),
         "median_cv": cv.median() if len(cv) else np.nan, "max_cv": cv.max() if len(cv) else np.nan,
         "flagged": int(var["flagged"].sum()), "cv_threshold": var["cv_threshold"].iloc[0] if len(var) else np.nan,
+        "disturbed_runs": int(var["n_disturbed"].sum()) if "n_disturbed" in var else 0,
+        "median_others_busy_share": var["others_busy_share"].median() if "others_busy_share" in var else np.nan,
     }])
 
 
@@ -138,7 +180,7 @@ def no_successful_run(runs: pd.DataFrame) -> str:
 
 def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, params: list[str],
               variability: pd.DataFrame, policy: str, records: str | None = None,
-              processes: str = PROCESS_COUNT) -> pd.DataFrame:
+              processes: str = PROCESS_COUNT, disturbed: float | None = None) -> pd.DataFrame:
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
     in long form.
 
@@ -148,7 +190,9 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     metrics: the maximum, ``min_*``: the minimum). With policy ``drop`` the configurations flagged in ``variability`` are left out; with ``keep-flagged`` they stay
     with ``flagged`` set. ``records``: the study's run records directory, named when no run succeeded.
     Every row says whether it is a ``validation`` point (measured, never fitted) and whether it was
-    ``oversubscribed`` (its process count, parameter ``processes``, above the cores its runs had).
+    ``oversubscribed`` (its process count, parameter ``processes``, above the cores its runs had), and
+    its runs' host load (:func:`disturbance`: ``others_busy_share``, ``cpu_wall_ratio``, ``n_disturbed``
+    above ``disturbed``).
     """
     if runs.empty or not (runs["status"] == "ok").any():
         study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"
@@ -183,13 +227,14 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     param_of = runs.drop_duplicates("config_id").set_index("config_id")[params]
     checks = set(runs.loc[runs["validation"].astype(bool), "config_id"]) if "validation" in runs else set()
     over = oversubscribed(runs, processes)
+    load = {cid: disturbance(group, disturbed) for cid, group in runs.groupby("config_id", sort=False)}
     rows = []
     for region, metric, frame, col in series:
         for cid, group in frame.groupby("config_id", sort=False):
             row = {"config_id": cid, **param_of.loc[cid].to_dict(), "region": region, "metric": metric}
             row.update(_stats(group[col]))
             row.update(n_runs=n_runs[cid], flagged=flagged[cid], validation=cid in checks,
-                       oversubscribed=over.get(cid, False))
+                       oversubscribed=over.get(cid, False), **load[cid])
             rows.append(row)
     out = pd.DataFrame(rows)
     if not out.empty:

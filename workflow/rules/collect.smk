@@ -28,6 +28,7 @@ rule variability:
     params:
         varied=lambda wc: STUDIES[wc.study].varied,
         cv_threshold=SWEEP.cv_threshold,
+        disturbed=SWEEP.disturbed,  # others' busy share that flags a run (variability.disturbed)
     log:
         stage_log("variability"),
     conda:
@@ -49,6 +50,7 @@ rule aggregate:
         policy=SWEEP.cv_policy,
         records=lambda wc: str(layout.runs_dir(R, wc.study)),
         processes=SWEEP.processes,
+        disturbed=SWEEP.disturbed,
     log:
         stage_log("aggregate"),
     conda:

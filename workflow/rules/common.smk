@@ -12,6 +12,7 @@ from perfsweep.errors import ConfigError, UserError
 from perfsweep.sweep import recover
 from perfsweep.sweep.plan import add_planned_points, measured_repetitions
 from perfsweep.report import zip_report_requested, zip_report_unready
+from perfsweep.sweep.order import nice_values, priorities, run_order, write_orders
 from perfsweep.sweep.spec import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
@@ -119,13 +120,36 @@ def get_run_threads(study):
 # rep1, and so on. The host's speed drifts over seconds to a minute (in bench/designs.py's
 # measurements, runs up to 40 s apart were correlated, runs more than 90 s apart not), so k runs of a
 # configuration back to back share one state of the machine, and k runs spread over the sweep sample
-# k. Priorities stay positive: Snakemake's MILP scheduler maximises their sum. (No "rule" followed by
-# a colon in this file's comments: Snakemake's linter would take it for a rule beside functions.)
-TOP_REPETITION = max(REPS.values(), default=1)
+# k. Within a round the runs of every study go in a random order drawn from the config's seed
+# (perfsweep.sweep.order), so that a slow minute falls on configurations scattered over the grid, not
+# on neighbouring sizes. With bundles the bundles are ordered so. Priorities stay positive: Snakemake's
+# MILP scheduler maximises their sum, and the highest priority dominates its objective. On SLURM each
+# run job also gets --nice (the highest priority 0): SLURM starts the jobs Snakemake submitted at once
+# in that order. The main process writes the order to <results>/plan/<study>/order.json; the runner
+# copies a run's entry into its record (field order). (No "rule" followed by a colon in this file's
+# comments: Snakemake's linter would take it for a rule beside functions.)
+if SWEEP.bundle == "repetitions":
+    ORDER = run_order(SWEEP.seed, [(s, cid, 0) for (s, cid) in REPS])
+else:
+    ORDER = run_order(SWEEP.seed, [(s, cid, k) for (s, cid), n in REPS.items() for k in range(n)])
+PRIORITY = priorities(ORDER)
+NICE = nice_values(PRIORITY)
 
 
 def get_run_priority(wildcards):
-    return max(TOP_REPETITION - int(wildcards.rep), 1)
+    return PRIORITY.get((wildcards.study, wildcards.config, int(wildcards.rep)), 1)
+
+
+def get_bundle_priority(study):
+    return lambda wildcards: PRIORITY.get((study, wildcards.config, 0), 1)
+
+
+def record_orders():
+    """The order entry of every record (a bundle's repetitions: the bundle's place, bundled: true)."""
+    if SWEEP.bundle != "repetitions":
+        return ORDER
+    return {(s, cid, k): {**ORDER[(s, cid, 0)], "round": k, "bundled": True}
+            for (s, cid), n in REPS.items() for k in range(n)}
 
 
 def get_run_spec(wildcards):
@@ -170,7 +194,12 @@ def get_run_resource(key, study=None):
 
     def value(wildcards, attempt):
         s = study or wildcards.study
-        return _run_resources(s, wildcards.config, study is not None, attempt > SWEEP.retries + 1)[key]
+        final = attempt > SWEEP.retries + 1
+        res = _run_resources(s, wildcards.config, study is not None, final)[key]
+        if key == "slurm_extra" and not final:  # the run order (get_run_priority) for SLURM
+            rep = 0 if study is not None else int(wildcards.rep)
+            res = " ".join(filter(None, [res, f"--nice={NICE.get((s, wildcards.config, rep), 0)}"]))
+        return res
 
     return value
 
@@ -230,6 +259,8 @@ def record_launched(fields, record):
 if workflow.is_main_process:
     recover.prepare(get_expected_records(), R, dry_run=recover.dry_run_requested(sys.argv[1:]),
                      bundles=SWEEP.bundle == "repetitions", launched=record_launched)
+    if not recover.dry_run_requested(sys.argv[1:]):
+        write_orders(R, record_orders())  # before any run starts: the runner records its place
 
 
 # ---- the report's extra content (report.smk): what `all` asks of it

@@ -56,6 +56,7 @@ rule report_pages:
     input:
         variability_summary=rules.variability.output.summary,
         variability=rules.variability.output.table,
+        run_order=rules.variability.output.order,
         medians=rules.aggregate.output.medians,
         models=rules.models.output.table,
         validation=rules.models.output.validation,
@@ -68,7 +69,7 @@ rule report_pages:
                       category="{study}", subcategory="models"),
     params:
         pages={
-            "variability": ["variability_summary", "variability"],
+            "variability": ["variability_summary", "variability", "run_order"],
             "measurements": ["medians"],
             "models": ["models", "validation"],
         },

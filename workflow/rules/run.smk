@@ -10,7 +10,8 @@
 # records (written by the runner once every record is written): k times fewer files in the DAG, which
 # is what makes a 77,760-run grid plan fast (bench/planning_scale.py).
 #
-# Repetitions run in rounds: every configuration's rep0 before any rep1 (get_run_priority says why).
+# Repetitions run in rounds: every configuration's rep0 before any rep1, each round in a random order
+# drawn from the config's seed (get_run_priority says why and how).
 #
 # Locally a run holds every core (config key exclusive:, default true; get_run_threads): measurements
 # never overlap each other or any other job. On SLURM a run of p ranks asks for p tasks and the
@@ -43,6 +44,7 @@ if SWEEP.bundle == "repetitions":
             conda:
                 ENV
             threads: get_run_threads(_study.name)
+            priority: get_bundle_priority(_study.name)
             retries: SWEEP.retries + 1
             resources:
                 **get_run_resources(_study.name),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import tempfile
 import time
@@ -49,6 +50,9 @@ class RankTimer:
 
     def __init__(self) -> None:
         self._start = time.perf_counter()
+        self._cpu_start = time.process_time()  # the rank's CPU time (perfsweep.sweep.host.rank_load)
+        self._nivcsw_start = _nivcsw()
+        self.warmup_cpu = 0.0
         self.phases: dict[str, float] = {k: 0.0 for k in PHASES}
         self.comm_ops: dict[str, float] = {}
         self.regions: dict[str, float] = {}
@@ -61,11 +65,12 @@ class RankTimer:
     def untimed(self) -> Iterator["RankTimer"]:
         """A warm-up that is not measured: its wall time is left out of ``total`` (and every phase)
         and kept as ``warmup``. Yields a scratch timer for the warm-up's own phases and regions."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             yield RankTimer()
         finally:
             self.warmup += time.perf_counter() - t0
+            self.warmup_cpu += time.process_time() - c0
 
     @contextmanager
     def phase(self, kind: str) -> Iterator[None]:
@@ -114,6 +119,10 @@ class RankTimer:
         row.update({k: self.phases[k] for k in PHASES})
         row["other"] = max(0.0, total - sum(self.phases.values()))
         row["total"] = total
+        # what the host did to this rank: its CPU seconds over the same span as total (all its threads),
+        # and the times the kernel took its core while it wanted it (warm-up included)
+        row["cpu_time"] = time.process_time() - self._cpu_start - self.warmup_cpu
+        row["involuntary_switches"] = _nivcsw() - self._nivcsw_start
         if self.warmup:
             row["warmup"] = self.warmup
         row["comm_ops"] = dict(sorted(self.comm_ops.items()))
@@ -177,3 +186,11 @@ def write_app_report(
     else:
         write_json_atomic(path, report)
     return report
+
+
+def _nivcsw() -> int:
+    """This process's involuntary context switches so far (0 where getrusage does not say)."""
+    try:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+    except OSError:
+        return 0

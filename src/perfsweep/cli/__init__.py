@@ -16,7 +16,9 @@
     perfsweep compare A B [--threshold 5%] [--at n=8000] [--html PATH]
                                          two sweeps' models side by side: exit 1 on a regression
 
-User errors print one line ``perfsweep: ...`` and exit 2, without a traceback.
+User errors print one line ``perfsweep: ...`` and exit 2, without a traceback; an internal error (a bug
+of perfsweep) prints one line naming it and where to report it, and exits 3 (every subcommand; set
+PERFSWEEP_TRACEBACK=1 to see the traceback). perfsweep compare exits 1 on a regression.
 """
 
 from __future__ import annotations
@@ -76,6 +78,25 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. head, which has stopped reading
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # a bug of perfsweep, never the code of a regression (1) or of bad input (2)
+        if os.environ.get("PERFSWEEP_TRACEBACK"):
+            raise
+        print(f"perfsweep: internal error in {args.command}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+              f" ({_where(exc)}); please report it with the command line at {ISSUES} "
+              "(PERFSWEEP_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+INTERNAL_ERROR = 3
+ISSUES = "the perfsweep issue tracker (docs/reference/cli.md, Exit codes)"
+
+
+def _where(exc: BaseException) -> str:
+    """The innermost frame of the exception: file:line."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
 
 
 def _one_line_errors(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,7 @@
-"""``perfsweep compare A B``: the command (the logic is in :mod:`perfsweep.compare`).
+"""``perfsweep compare BASE [BASE ...] NEW``: the command (the logic is in :mod:`perfsweep.compare`).
 
-    perfsweep compare before/results after/results                 # table; exit 0, 1 (regression) or 2
+    perfsweep compare before/results after/results                 # table; exit 0, 1 (regression), 2 or 3
+    perfsweep compare base1/results base2/results base3/results new/results   # judged against 3 baselines' spread
     perfsweep compare A B --threshold 5% --min-share 0.02 --format md --html compare.html
     perfsweep compare A B --at n=8000,p=64 --param-map procs=p     # extrapolated; A's procs is B's p
 """
@@ -16,30 +17,45 @@ from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_side
 from perfsweep.compare.page import write_html
 from perfsweep.compare.render import render
-from perfsweep.errors import CompareError
+from perfsweep.compare.setting import differences
+from perfsweep.errors import CompareError, UserError
 
 
 def _compare(args: argparse.Namespace) -> int:
+    if len(args.sides) < 2:
+        raise CompareError("compare: give at least two sweeps, BASE NEW (or BASE1 BASE2 ... NEW: several baselines)")
     threshold = parse_threshold(args.threshold)
     param_map = parse_param_map(args.param_map)
     at = parse_at(args.at)
-    a, b = load_side(args.a), load_side(args.b)
-    result = compare(a, b, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
-                     alpha=args.alpha, level=args.level, absolute=args.absolute)
+    if args.absolute:
+        print("perfsweep: compare: --absolute is deprecated and does nothing: every row is judged on its own ratio "
+              "B/A (there is no common shift any more)", file=sys.stderr)
+    *bases, new = [load_side(path) for path in args.sides]
+    result = compare(bases[-1], new, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
+                     alpha=args.alpha, level=args.level, history=bases[:-1],
+                     fail_on_inconclusive=args.fail_on_inconclusive)
+    result.differences = differences(args.sides[-2], args.sides[-1])
     sys.stdout.write(render(result, args.format))
+    code = result.exit_code()
     if args.html:
-        write_html(result, args.html)
+        try:
+            write_html(result, args.html)
+        except UserError as exc:  # the page is extra: a regression's exit 1 stays 1
+            print(f"perfsweep: {exc}" + (" (the comparison itself is above; exit 1: a regression)" if code else ""),
+                  file=sys.stderr)
+            return code or 2
         print(f"perfsweep: comparison page written to {args.html}", file=sys.stderr)
-    return result.exit_code()
+    return code
 
 
 def register(sub) -> None:
     """Adds ``perfsweep compare``."""
 
-    p = sub.add_parser("compare", help="compare two sweeps' models: a performance-regression gate (exit 1)",
+    p = sub.add_parser("compare", help="compare sweeps' models: a performance-regression gate (exit 1)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("a", help="before: a results directory, a models.json, or an Extra-P input / CUBE directory")
-    p.add_argument("b", help="after: the same kinds")
+    p.add_argument("sides", nargs="+", metavar="SWEEP",
+                   help="BASE [BASE ...] NEW: the baseline sweeps (oldest first; the last is A, the latest) and the "
+                        "new sweep (B), each a results directory, a models.json, or an Extra-P input / CUBE directory")
     p.add_argument("--threshold", default=f"{THRESHOLD:.0%}",
                    help="smallest change that counts, e.g. 5%% or 0.05 (default %(default)s)")
     p.add_argument("--at", default=None, help="target configuration NAME=V,... (B's names; default: per study "
@@ -52,9 +68,9 @@ def register(sub) -> None:
     p.add_argument("--alpha", type=level, default=ALPHA,
                    help="family-wise error rate of the gating rows, Holm-corrected (default %(default)s)")
     p.add_argument("--level", type=level, default=LEVEL, help="of the ratios' intervals (default %(default)s)")
-    p.add_argument("--absolute", action="store_true",
-                   help="judge the raw ratios B/A (default: each row against its study's common shift, the median "
-                        "row's ratio, where the study has at least 5 rows: the host's speed between the sweeps)")
+    p.add_argument("--fail-on-inconclusive", action="store_true",
+                   help="a strict gate: exit 1 also when a gating row is inconclusive (the sweeps cannot tell)")
+    p.add_argument("--absolute", action="store_true", help="deprecated, does nothing: the raw ratios are the default")
     p.add_argument("--format", choices=["text", "md", "csv", "json"], default="text")
     p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     p.set_defaults(func=_compare)

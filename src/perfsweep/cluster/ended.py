@@ -92,6 +92,7 @@ def ended_record(spec: Any, output: str, attempt: int, bundled: bool = False) ->
         "launch": (prior or {}).get("launch") or {"command": resolve(spec.command), "spec_command": spec.command,
                                                   "launcher": spec.launcher, "timeout": spec.timeout},
         "host": (prior or {}).get("host"), "slurm": (prior or {}).get("slurm") or ({"job_id": job} if job else None),
+        "order": (prior or {}).get("order"),  # its place in the run order, as its last attempt recorded it
         "perfsweep_version": __version__, "status": status, "time": None, "returncode": None,
         "error": f"attempt {last} (the last) left no result: {why}",
         "recorded_by": f"attempt {attempt} on {socket.gethostname()} (perfsweep.cluster.ended)",

@@ -1,5 +1,5 @@
-"""The judging of ``perfsweep compare A B``: the two sides matched by study, region (call path), metric and
-parameter, one :class:`Row` per pair with its statistics (:mod:`perfsweep.compare.statistics`), and
+"""The judging of ``perfsweep compare BASE... NEW``: the sides matched by study, region (call path), metric
+and parameter, one :class:`Row` per pair with its statistics (:mod:`perfsweep.compare.statistics`), and
 the verdicts, as a performance-regression gate.
 
     from perfsweep.compare.load import load_side
@@ -9,44 +9,45 @@ the verdicts, as a performance-regression gate.
     result.one_sided     # what only one side has: listed, never dropped silently
     result.exit_code()   # 0 no gated regression, 1 a gated regression or a confident scaling-class worsening
 
-Per study, after the rows' statistics (the ratio B/A at the target and its interval, share and impact,
-the scaling class):
-
-- **common shift**: a study with at least ``SHIFT_ROWS`` leaf rows (regions containing no other
-  row's region: not ``all``, not ``step`` beside ``step/forces``), most of whose gating ones have the
-  median of the leaves' ratios within their intervals (they moved together), is judged against that
-  median (``--absolute``: never). With all rows instead of the leaves a force region slowed by 20 %
-  (57 % of the time) moved all, step and compute with it and passed for a shift of 1.30. On a shared host two sweeps of the same code move as a whole with the
-  load: of seven tiny ljmd sweeps run one after another here, two took 156 s and 87 s instead of 61 s,
-  every region 1.5-1.9x slower, and 5 of their 21 pairs were "regressions" by the raw ratios (1 with
-  the shift). Where only some regions changed, the gating rows do not agree on the median (the
-  regions that contain the change moved, those that do not stayed) and the raw ratios are judged: a
-  shift taken from the small regions then (ljmd --all-pairs slowed them by 1.4x through the caches)
-  called the unchanged force region an improvement of 0.65. A change of every
-  region alike (the host, or a compiler that slows everything) is reported on its own line and does
-  not gate. A row's ``relative`` ratio is its ratio over the shift, with the interval divided alike
-  (the median's own uncertainty is not added).
-- **verdict**: the two one-sided tests of "the change is beyond the threshold" (the relative ratio
-  above 1 + threshold for a regression, below 1 / (1 + threshold) for an improvement; directions swapped for
-  a rate, where more is better) give a p-value; the rows that gate (share of the total at the target
-  >= ``min_share``) are corrected together by Holm's step-down method, which bounds the chance of
-  *any* false regression among them (the family-wise error rate) at ``alpha``: a CI gate fails a
-  build on one row, so that is the error that matters; Benjamini-Hochberg would bound only the share
-  of false ones among the flagged rows and let a run of many call paths fail on noise more often.
-  A row whose corrected p-value is below ``alpha`` is a ``regression`` or an ``improvement``; one
-  whose interval lies within the threshold band is ``no significant change``; else ``inconclusive``.
-  Rows below ``min_share`` get the same verdict computed without correction, marked as not gating.
+- **no common shift**: every row is judged on its own ratio B/A. A change of every region alike (a
+  whole program 20 % slower, another compiler) is a change; an earlier version divided the rows by
+  their median ratio, which let a whole-program slowdown pass and made an unchanged region a
+  "regression" where the others got faster.
+- **history** (several baselines, ``history``): the earlier baseline sweeps of the same config give each
+  row the spread of whole sweeps that one sweep's resamples cannot see. With k baselines (A the latest)
+  the ratio is B over the geometric mean of the baselines' predictions; its log's variance is B's
+  resampled variance, plus the baselines' mean resampled variance over k, plus the between-sweep
+  variance (the variance of the k baselines' log predictions beyond their resampled variance, method
+  of moments) times 1 + 1/k: a prediction interval of a new sweep. It is judged as Student's t with
+  Satterthwaite's degrees of freedom, never fewer than k - 1 (k - 1 where the between-sweep spread is
+  the whole variance, more where the sweeps' own resamples, known from many resamples, dominate).
+  With one baseline the between-sweep variance is unknown, and the summary says so.
+- **verdict**: the two one-sided tests of "the change is beyond the threshold" (above 1 + threshold for
+  a regression, below 1 / (1 + threshold) for an improvement; directions swapped where more is better,
+  :func:`direction`) give a p-value; every gating test (the rows whose share of the total at the target
+  is >= ``min_share``: their ratio tests and their scaling-class tests) is corrected together by Holm's
+  step-down method, which bounds the chance of *any* false alarm among them (the family-wise error
+  rate) at ``alpha``: a CI gate fails a build on one row, so that is the error that matters. A row
+  whose corrected p-value is below ``alpha`` is a ``regression`` or an ``improvement``; one whose
+  interval lies within the threshold band is ``no significant change`` (equivalence: the two one-sided
+  tests at the interval's level); else ``inconclusive``. A scaling class ``worse``, ``better`` or
+  ``changed`` whose corrected p-value is not below ``alpha`` becomes ``class uncertain``. Rows below
+  ``min_share`` get the same verdict computed without correction, marked as not gating.
+- **power**: every row reports its minimum detectable effect (``mde``, statistics.detectable: at
+  ``alpha`` and 80 % power, from its standard error); a gating row whose effect is above the threshold
+  cannot resolve it, and ``needed`` says about how many times the repetitions (the effect shrinks like
+  1/sqrt(k)) would.
 
 The exit code (``CompareResult.exit_code``): 1 where a gating row is a regression or its class is
-``worse`` (a confident scaling-class worsening), else 0. Bad input raises UserError (exit 2).
+``worse``, or (``fail_on_inconclusive``) a gating row is inconclusive; else 0. Bad input raises
+UserError (exit 2).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -60,7 +61,6 @@ THRESHOLD = 0.05
 ALPHA = 0.05
 LEVEL = 0.9
 MIN_SHARE = 0.05  # rows below 5 % of the total time at the target do not gate (shown all the same)
-SHIFT_ROWS = 5  # a study with at least this many rows is judged against its common shift (below)
 TOTAL = "time"  # the metric whose total (region all, else the sum over regions) times are shares of
 VERDICTS = ("regression", "improvement", "no significant change", "inconclusive")
 
@@ -90,10 +90,13 @@ class Row:
     gated: bool
     verdict: str = ""
     se: float = math.nan  # of log B/A
-    shift: float = 1.0  # the study's common shift (B/A of its typical row) the verdict is judged against
-    relative: float = math.nan  # ratio / shift, and its interval: what the verdict judges
-    rel_low: float = math.nan
-    rel_high: float = math.nan
+    p_scaling: float = 1.0  # of the scaling class's change (statistics.scaling_test), before the correction
+    p_scaling_adjusted: float = 1.0  # after Holm's correction with every gating test
+    df: float = math.inf  # degrees of freedom of the ratio's test (finite: several baselines)
+    baselines: int = 1  # how many baseline sweeps the ratio is judged against
+    drift: float = math.nan  # the between-sweep standard deviation of the log prediction (several baselines)
+    mde: float = math.nan  # minimum detectable effect (relative change) at alpha and 80 % power
+    needed: float = math.nan  # about how many times the repetitions would resolve the threshold (>1: more)
     notes: list[str] = field(default_factory=list)
     order: list[int] = field(default_factory=list)  # per parameter of B (target's order) A's column
     names_a: list[str] = field(default_factory=list)  # A's parameter names
@@ -105,12 +108,17 @@ class Row:
         """Whether the row fails the gate: a gating regression or confident scaling-class worsening."""
         return self.gated and (self.verdict == "regression" or self.scaling == "worse")
 
+    def resolves(self, threshold: float) -> bool:
+        """Whether the row could detect a change of the threshold's size (its mde at most the threshold)."""
+        return math.isfinite(self.mde) and self.mde <= threshold
+
     def record(self) -> dict[str, Any]:
         return {"study": self.study, "region": self.region, "metric": self.metric, "verdict": self.verdict,
-                "gated": self.gated, "ratio": self.ratio, "low": self.low, "high": self.high, "shift": self.shift,
-                "relative": self.relative, "relative_low": self.rel_low, "relative_high": self.rel_high,
+                "gated": self.gated, "direction": direction(self), "ratio": self.ratio, "low": self.low,
+                "high": self.high, "se": self.se, "df": self.df if math.isfinite(self.df) else None,
+                "baselines": self.baselines, "drift": self.drift, "mde": self.mde, "needed": self.needed,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "share": self.share, "impact": self.impact,
-                "scaling": self.scaling, "orders_a": self.orders_a, "orders_b": self.orders_b,
+                "scaling": self.scaling, "p_scaling": self.p_scaling, "p_scaling_adjusted": self.p_scaling_adjusted, "orders_a": self.orders_a, "orders_b": self.orders_b,
                 "lead_share_a": self.share_a, "lead_share_b": self.share_b,
                 "target": ", ".join(f"{k}={v:g}" for k, v in self.target.items()),
                 "predicted_a": self.predicted_a, "predicted_b": self.predicted_b,
@@ -128,11 +136,18 @@ class CompareResult:
     level: float
     min_share: float
     param_map: dict[str, str]
-    shifts: dict[str, float] = field(default_factory=dict)  # per study the common shift (1: none applied)
-    absolute: bool = False
+    baselines: list[str] = field(default_factory=list)  # every baseline's path, A (the latest) last
+    fail_on_inconclusive: bool = False
+    differences: list[str] = field(default_factory=list)  # how A's and B's runs differ (compare.setting)
 
     def exit_code(self) -> int:
-        return 1 if any(r.gates() for r in self.rows) else 0
+        if any(r.gates() for r in self.rows):
+            return 1
+        return 1 if self.fail_on_inconclusive and any(r.gated and r.verdict == "inconclusive" for r in self.rows) else 0
+
+    def unresolved(self) -> list[Row]:
+        """The gating rows whose minimum detectable effect is above the threshold (or unknown)."""
+        return [r for r in self.rows if r.gated and not r.resolves(self.threshold)]
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame([r.record() for r in self.rows])
@@ -147,8 +162,9 @@ class CompareResult:
 
 def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float] | None = None,
             param_map: dict[str, str] | None = None, min_share: float = MIN_SHARE, alpha: float = ALPHA,
-            level: float = LEVEL, absolute: bool = False) -> CompareResult:
-    """Match the two sides' studies, call paths, metrics and parameters by name and compare each pair."""
+            level: float = LEVEL, history: Sequence[Side] = (), fail_on_inconclusive: bool = False) -> CompareResult:
+    """Match the two sides' studies, call paths, metrics and parameters by name and compare each pair;
+    ``history``: earlier baseline sweeps of the same config (``a`` is the latest), judged together."""
     param_map = dict(param_map or {})
     at = dict(at or {})
     one_sided: list[tuple[str, str, str]] = []
@@ -173,8 +189,12 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         raise CompareError(f"--at: {', '.join(sorted(unknown_at))} is not a parameter of {b.path} "
                            f"(it has {', '.join(sorted({p for ps in b.params.values() for p in ps}))})")
     rows: list[Row] = []
-    shifts: dict[str, float] = {}
     for study in [s for s in studies_a if s in studies_b]:
+        for h in history:
+            if study in h.params and h.params[study] != a.params[study]:
+                raise CompareError(f"{h.files[study]}: study {study}: parameters {', '.join(h.params[study])} differ "
+                                   f"from the latest baseline's ({a.files[study]}: {', '.join(a.params[study])}): "
+                                   "baselines must be sweeps of the same config")
         names_a = [param_map.get(p, p) for p in a.params[study]]
         names_b = b.params[study]
         if set(names_a) != set(names_b):
@@ -194,7 +214,8 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         totals = (_totals(ea, target, order), _totals(eb, target, None))
         study_rows = [_row(study, key, ea[key], eb[key], names_b, order, target, totals, threshold, level)
                       for key in keys]
-        shifts[study] = _judge(study_rows, threshold, min_share, absolute)
+        for row in study_rows:
+            _history(row, [h.studies.get(study, {}).get((row.region, row.metric)) for h in history], level)
         rows += study_rows
     if not rows:
         only = "; ".join(f"only in {side}: {what} {name}" for side, what, name in one_sided[:4])
@@ -204,8 +225,8 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
         row.gated = bool(row.share >= min_share)
     _decide(rows, threshold, alpha)
     rows.sort(key=lambda r: (not r.gated, -abs(r.impact) if math.isfinite(r.impact) else 0.0))
-    return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map, shifts,
-                         absolute)
+    return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map,
+                         [h.path for h in history] + [a.path], fail_on_inconclusive)
 
 
 def _target(ea: dict, eb: dict, names: list[str], order: list[int], at: dict[str, float], study: str) -> np.ndarray:
@@ -274,66 +295,82 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
 # Row's fields and Row.record's columns that are not the statistics' (_row and the judging fill them)
 _NOT_STATISTICS = {"study", "region", "metric", "model_a", "model_b", "target", "predicted_a", "predicted_b",
                    "p_value", "p_adjusted", "gated", "verdict", "notes", "order", "names_a", "entry_a", "entry_b",
-                   "extra", "shift", "relative", "rel_low", "rel_high", "relative_low", "relative_high",
+                   "extra", "p_scaling_adjusted", "df", "baselines", "drift", "mde", "needed", "direction",
                    "lead_share_a", "lead_share_b"}
 
 
-def _judge(rows: list[Row], threshold: float, min_share: float, absolute: bool) -> float:
-    """The study's common shift, and per row its ratio relative to it, the interval, and the p-value of
-    "beyond the threshold". The shift is the median ratio of the leaf rows (_leaves), applied where the
-    study has at least SHIFT_ROWS of them with a ratio and more than half of the gating ones (share >=
-    ``min_share``; all if none) have it within their interval: they moved together. Else, or with
-    ``absolute``, 1.0."""
-    leaves = _leaves(rows)
-    logs = [math.log(r.ratio) for r in leaves if math.isfinite(r.ratio) and r.ratio > 0]
-    shift = 1.0
-    if not absolute and len(logs) >= SHIFT_ROWS:
-        median = math.exp(float(np.median(logs)))
-        gating = [r for r in leaves if r.share >= min_share] or leaves
-        if sum(r.low <= median <= r.high for r in gating) > len(gating) / 2:
-            shift = median
-    band = math.log1p(threshold)
-    for r in rows:
-        r.shift = shift
-        r.relative, r.rel_low, r.rel_high = r.ratio / shift, r.low / shift, r.high / shift
-        log_r = math.log(r.relative) if r.relative > 0 else math.nan
-        r.p_value = statistics.threshold_p_value(log_r, r.se, band)
-        r.p_adjusted = r.p_value
-    if shift != 1.0:
-        for r in rows:
-            r.notes.append(f"judged against the study's common shift x{shift:.3f}")
-    return shift
+def direction(row: Row) -> str:
+    """``lower`` (less is better: a time) or ``higher`` (more is better: a rate). The one place the
+    verdict asks: a metric's declared direction (config, models.json) plugs in here; without one, a
+    metric named as a rate (timesteps/s) is ``higher``, any other ``lower``."""
+    return "higher" if is_rate_metric(row.metric) else "lower"
 
 
-def _leaves(rows: list[Row]) -> list[Row]:
-    """The rows of regions that contain no other row's region: not ``all`` (the whole run, and its
-    phases), not ``step`` beside ``step/forces``, not ``main`` beside ``main->solve``. An aggregate moves
-    with whatever it contains, so a change of a region that is most of the time would move most rows
-    and pass for a common shift (a force region slowed 20 % moved all, step and compute with it)."""
-    outer = set()  # every region's enclosing regions, by its name
-    for region in {r.region for r in rows}:
-        outer.update(region[:m.start()] for m in re.finditer("/|->", region))
-    return [r for r in rows if r.region != "all" and r.region not in outer]
+def _history(row: Row, earlier: list[Entry | None], level: float) -> None:
+    """The row's ratio, interval and standard error against every baseline (module docstring, history):
+    ``earlier`` are the older baselines' entries of the row (None: that sweep has not got it)."""
+    found = [e for e in earlier if e is not None]
+    if row.entry_a is None or row.entry_b is None or not found:
+        return
+    xa = np.array([row.target[n] for n in row.target])[np.argsort(row.order)]  # A's parameter order
+    logs, variances = [], []
+    for entry in [*found, row.entry_a]:
+        value, boots = statistics.predict_at(entry.model, xa), statistics.resampled(entry.model, xa)
+        if not (value > 0 and len(boots) > 1 and np.all(boots > 0)):
+            row.notes.append("a baseline's prediction or resamples not positive at the target: judged against A only")
+            return
+        logs.append(math.log(value))
+        variances.append(float(np.var(np.log(boots), ddof=1)))
+    boots_b = statistics.resampled(row.entry_b.model, np.array(list(row.target.values())))
+    if not (row.predicted_b > 0 and len(boots_b) > 1 and np.all(boots_b > 0)):
+        return
+    k = len(logs)
+    spread, within = float(np.var(logs, ddof=1)), float(np.mean(variances))
+    between = max(0.0, spread - within)
+    part = (1 + 1 / k) * between
+    var = float(np.var(np.log(boots_b), ddof=1)) + within / k + part
+    se = math.sqrt(var)
+    # Satterthwaite: the baselines' spread is known from k - 1 degrees of freedom, the resamples' from many
+    df = max(k - 1.0, var ** 2 * (k - 1) / ((1 + 1 / k) * spread) ** 2) if spread > 0 else math.inf
+    log_r = math.log(row.predicted_b) - float(np.mean(logs))
+    z = statistics.quantile(0.5 + level / 2, df)
+    row.ratio, row.low, row.high = math.exp(log_r), math.exp(log_r - z * se), math.exp(log_r + z * se)
+    row.se, row.df, row.baselines, row.drift = se, df, k, math.sqrt(between)
+    if len(found) < len(earlier):
+        row.notes.append(f"in {k} of the {len(earlier) + 1} baselines")
 
 
 def _decide(rows: list[Row], threshold: float, alpha: float) -> None:
-    gated = [r for r in rows if r.gated]
-    for r, p in zip(gated, statistics.holm([r.p_value for r in gated])):
-        r.p_adjusted = p
+    """Per row the p-value of "beyond the threshold" and the minimum detectable effect; Holm over every
+    gating test (ratios and scaling classes); the verdicts."""
     band = math.log1p(threshold)
     for r in rows:
-        more_is_better = is_rate_metric(r.metric)
-        if not (math.isfinite(r.p_adjusted) and math.isfinite(r.relative) and r.relative > 0):
+        log_r = math.log(r.ratio) if r.ratio > 0 else math.nan
+        r.p_value = r.p_adjusted = statistics.threshold_p_value(log_r, r.se, band, r.df)
+        r.p_scaling_adjusted = r.p_scaling
+        r.mde = statistics.detectable(r.se, alpha, r.df)
+        r.needed = (math.log1p(r.mde) / band) ** 2 if math.isfinite(r.mde) and band > 0 else math.nan
+    gated = [r for r in rows if r.gated]
+    adjusted = statistics.holm([r.p_value for r in gated] + [r.p_scaling for r in gated])
+    for r, p, q in zip(gated, adjusted[:len(gated)], adjusted[len(gated):]):
+        r.p_adjusted, r.p_scaling_adjusted = p, q
+    for r in rows:
+        more_is_better = direction(r) == "higher"
+        if not (math.isfinite(r.p_adjusted) and math.isfinite(r.ratio) and r.ratio > 0):
             r.verdict = "inconclusive"
-        elif r.p_adjusted < alpha and abs(math.log(r.relative)) > band:
-            up = r.relative > 1
+        elif r.p_adjusted < alpha and abs(math.log(r.ratio)) > band:
+            up = r.ratio > 1
             r.verdict = "regression" if up != more_is_better else "improvement"
-        elif math.isfinite(r.rel_low) and 1 / (1 + threshold) <= r.rel_low and r.rel_high <= 1 + threshold:
+        elif math.isfinite(r.low) and 1 / (1 + threshold) <= r.low and r.high <= 1 + threshold:
             r.verdict = "no significant change"
-        elif not math.isfinite(r.rel_low) and abs(math.log(r.relative)) <= band:  # no spread: exact models
+        elif not math.isfinite(r.low) and r.se == 0 and abs(math.log(r.ratio)) <= band:  # no spread: exact models
             r.verdict = "no significant change"
         else:
             r.verdict = "inconclusive"
+        if r.scaling in ("worse", "better", "changed") and not r.p_scaling_adjusted < alpha:
+            r.notes.append(f"scaling class {r.scaling} before Holm's correction (p {r.p_scaling:.3g}, corrected "
+                           f"{r.p_scaling_adjusted:.3g}): class uncertain")
+            r.scaling = "class uncertain"
         if r.scaling == "worse":
             r.notes.insert(0, "scaling class worse: " + r.orders_a + " -> " + r.orders_b)
         if not r.gated:

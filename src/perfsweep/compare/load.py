@@ -128,7 +128,7 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
         if medians is not None and (region, metric) in medians:
             table = medians[region, metric]
             if all(p in table for p in names):
-                points, values = table[names].to_numpy(float), table["median"].to_numpy(float)
+                points, values = _numbers(table, names, aggregate), _numbers(table, ["median"], aggregate)[:, 0]
         if not values.size:
             points = np.empty((0, len(names)))
         side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
@@ -164,6 +164,20 @@ def _medians(aggregate: Path) -> dict[tuple[str, str], pd.DataFrame] | None:
     if "oversubscribed" in agg:
         agg = agg[~agg["oversubscribed"].astype(str).str.lower().isin(("true", "1"))]
     return {key: g for key, g in agg.groupby(["region", "metric"], sort=False)}
+
+
+def _numbers(table: pd.DataFrame, columns: list[str], aggregate: Path | None) -> np.ndarray:
+    """The columns as floats; a value that is no number is one line naming the file, line, column and value."""
+    out = np.empty((len(table), len(columns)))
+    for k, column in enumerate(columns):
+        values = pd.to_numeric(table[column], errors="coerce")
+        bad = values.isna() & table[column].notna() | ~np.isfinite(values.fillna(0.0))
+        if bad.any():
+            index = bad.idxmax()
+            raise CompareError(f"{aggregate}: line {int(index) + 2}, column {column}: {table[column][index]!r} is not "
+                               f"a number (region {table['region'][index]!r}, metric {table['metric'][index]!r})")
+        out[:, k] = values.to_numpy(float)
+    return out
 
 
 def _extrap_side(path: Path) -> Side:

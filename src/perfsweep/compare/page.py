@@ -73,8 +73,8 @@ def page(result: CompareResult) -> str:
     if len(result.rows) > MAX_FIGURES:
         parts.append(f"<p class='muted'>{len(result.rows) - MAX_FIGURES} more rows in the table (not drawn).</p>")
     parts.append("<p class='muted'>The ratio's interval: log B/A normal with the variance of both sweeps' resampled "
-                 "models' log predictions; verdicts judge it relative to the study's common shift (the median row) "
-                 "where one is printed, Holm-corrected over the gating rows "
+                 "models' log predictions (with several baselines, their spread too); verdicts judge each row's own "
+                 "ratio, Holm-corrected over every gating test "
                  "(perfsweep.compare).</p></main></body></html>")
     return "\n".join(parts)
 
@@ -82,9 +82,10 @@ def page(result: CompareResult) -> str:
 def _section(r: Row, anchor: str, level: float) -> str:
     ratio = (f"B/A = {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}] ({level:.0%})" if math.isfinite(r.low)
              else f"B/A = {r.ratio:.3g}")
-    if r.shift != 1.0:
-        ratio += f"; against the study's common shift x{r.shift:.3f}: {r.relative:.3f}" + (
-            f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else "")
+    if math.isfinite(r.mde):
+        ratio += f"; minimum detectable effect {r.mde:.1%}"
+    if r.baselines > 1:
+        ratio += f" (against {r.baselines} baselines)"
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.notes)
     return (f"<section class='row' id='{anchor}'><h3>{html.escape(r.study)}: {html.escape(r.region)} / "
             f"{html.escape(r.metric)} &mdash; <span style='color:{COLOURS.get(r.verdict, '#222')}'>"

@@ -11,7 +11,8 @@ import pandas as pd
 from perfsweep.compare.judge import CompareResult
 from perfsweep.tables import to_markdown
 
-COLUMNS = ["verdict", "study", "region", "metric", "ratio", "interval", "relative", "share", "impact", "scaling",
+SCHEMA_VERSION = 2  # of --format json: 2 (no common shift; mde, baselines, df, p_scaling, setting differences)
+COLUMNS = ["verdict", "study", "region", "metric", "ratio", "interval", "mde", "share", "impact", "scaling",
            "orders_a", "orders_b", "target", "notes"]
 
 
@@ -26,8 +27,7 @@ def display_table(result: CompareResult) -> pd.DataFrame:
             "study": r.study, "region": r.region, "metric": r.metric,
             "ratio": f"{r.ratio:.3f}" if math.isfinite(r.ratio) else "-",
             "interval": f"[{r.low:.3f}, {r.high:.3f}]" if math.isfinite(r.low) else "-",
-            "relative": "-" if r.shift == 1.0 else f"{r.relative:.3f}" + (
-                f" [{r.rel_low:.3f}, {r.rel_high:.3f}]" if math.isfinite(r.rel_low) else ""),
+            "mde": f"{r.mde:.1%}" if math.isfinite(r.mde) else "-",
             "share": f"{r.share:.1%}", "impact": f"{r.impact:+.1%}" if math.isfinite(r.impact) else "-",
             "scaling": r.scaling, "orders_a": r.orders_a, "orders_b": r.orders_b,
             "target": ", ".join(f"{k}={v:g}" for k, v in r.target.items()),
@@ -46,32 +46,57 @@ def _cell(value: Any) -> str:
 def summary_lines(result: CompareResult) -> list[str]:
     c = result.counts()
     gated = len(result.rows) - c["not gated"]
-    lines = [f"# compare A = {result.a}  B = {result.b}",
-             f"# {len(result.rows)} rows ({gated} gating: share >= {result.min_share:.0%} of the total at the target); "
-             f"threshold {result.threshold:.1%}, Holm-corrected at alpha {result.alpha:g}, "
-             f"{result.level:.0%} intervals of B/A"]
+    k = len(result.baselines)
+    lines = [f"# compare A = {result.a}  B = {result.b}"]
+    lines += [f"# setting differs: {d}" for d in result.differences]
+    lines += [f"# {len(result.rows)} rows ({gated} gating: share >= {result.min_share:.0%} of the total at the target); "
+              f"threshold {result.threshold:.1%}, Holm-corrected at alpha {result.alpha:g} over every gating test "
+              f"(ratios and scaling classes), {result.level:.0%} intervals of B/A"]
+    if k > 1:
+        lines.append(f"# {k} baselines ({', '.join(result.baselines)}): B is judged against their spread (a t "
+                     "prediction interval: the between-sweep variance included); A is the latest")
+    else:
+        lines.append("# one baseline: whole-sweep drift is unknown (the intervals hold the repetitions' noise within "
+                     "each sweep only; give earlier baselines too, perfsweep compare BASE1 BASE2 ... NEW, to measure it)")
     lines.append("# " + ", ".join(f"{k}: {v}" for k, v in c.items()))
-    for study, shift in result.shifts.items():
-        if shift != 1.0:
-            lines.append(f"# study {study}: common shift B/A x{shift:.3f} (the median row; the host's speed or a change "
-                         "of everything): verdicts judge each row's ratio relative to it (--absolute: the raw ratios)")
+    unresolved = result.unresolved()
+    if unresolved:
+        lines.append(f"# {len(unresolved)} of {gated} gating rows cannot resolve the {result.threshold:.1%} threshold "
+                     f"(minimum detectable effect at alpha {result.alpha:g}, 80 % power): " + "; ".join(
+                         f"{r.study}/{r.region}/{r.metric} {_mde(r)}" for r in unresolved[:8])
+                     + (" ..." if len(unresolved) > 8 else ""))
     for side, what, name in result.one_sided:
         lines.append(f"# only in {side} ({result.a if side == 'A' else result.b}): {what} {name}")
     if result.param_map:
         lines.append("# parameters mapped: " + ", ".join(f"{k} (A) = {v} (B)" for k, v in result.param_map.items()))
     code = result.exit_code()
-    lines.append("# result: " + ("REGRESSION (exit 1): " + ", ".join(
-        f"{r.study}/{r.region}/{r.metric}" for r in result.rows if r.gates()) if code else "no gated regression (exit 0)"))
+    failing = [f"{r.study}/{r.region}/{r.metric}" for r in result.rows if r.gates()]
+    if code and not failing:
+        failing = [f"{r.study}/{r.region}/{r.metric} inconclusive (--fail-on-inconclusive)"
+                   for r in result.rows if r.gated and r.verdict == "inconclusive"]
+    lines.append("# result: " + ("REGRESSION (exit 1): " + ", ".join(failing) if code else "no gated regression (exit 0)"))
     return lines
+
+
+def _mde(r) -> str:
+    if not math.isfinite(r.mde):
+        return "no standard error (no resamples)"
+    if r.baselines > 1 and math.isfinite(r.drift) and r.drift ** 2 * (1 + 1 / r.baselines) > r.se ** 2 / 2:
+        return f"{r.mde:.1%} (the spread between the baseline sweeps dominates: more baselines, not repetitions)"
+    return f"{r.mde:.1%} (about {r.needed:.1f}x the repetitions would resolve it)"
 
 
 def render(result: CompareResult, fmt: str = "text") -> str:
     """The table as text (terminal), md, csv or json."""
     if fmt == "json":
-        return json.dumps({"a": result.a, "b": result.b, "threshold": result.threshold, "alpha": result.alpha,
-                           "level": result.level, "min_share": result.min_share, "param_map": result.param_map,
-                           "correction": "holm", "absolute": result.absolute, "shifts": result.shifts,
-                           "exit_code": result.exit_code(), "counts": result.counts(),
+        return json.dumps({"schema_version": SCHEMA_VERSION, "a": result.a, "b": result.b,
+                           "baselines": result.baselines, "threshold": result.threshold, "alpha": result.alpha,
+                           "power": 0.8, "level": result.level, "min_share": result.min_share,
+                           "param_map": result.param_map, "correction": "holm over every gating test",
+                           "fail_on_inconclusive": result.fail_on_inconclusive,
+                           "differences": result.differences, "exit_code": result.exit_code(),
+                           "counts": result.counts(),
+                           "unresolved": [f"{r.study}/{r.region}/{r.metric}" for r in result.unresolved()],
                            "one_sided": [{"side": s, "what": w, "name": n} for s, w, n in result.one_sided],
                            "rows": [_strict(r.record()) for r in result.rows]}, indent=1) + "\n"
     if fmt == "csv":
@@ -84,4 +109,5 @@ def render(result: CompareResult, fmt: str = "text") -> str:
 
 
 def _strict(d: dict) -> dict:
+    """JSON without NaN (null instead)."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

@@ -25,10 +25,12 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   table is sorted.
 - **scaling class** (:func:`scaling`): the lead orders per parameter of A's and B's reported model
   (modeling.lead_orders.lead_orders) and their *class*: ``same`` where they have the same lead
-  terms (lead_orders.same_lead_order, every parameter, falling factors, sums apart from products); where they do not, ``worse`` (B grows faster in some parameter by
-  more than lead_orders.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
+  terms (lead_orders.same_lead_order: every parameter, falling factors, sums apart from products);
+  where they do not, ``worse`` (B grows faster in some parameter by more than
+  lead_orders.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
   ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
-  have resamples, and in the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
+  have resamples (until issue 44 also a lead share of lead_orders.STABLE, which by the strict rule
+  a noisy sweep's sure change of growth seldom has), and in the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
   tolerance) B's resampled models grow faster (slower) than A's in at least 95 % of the pairs of
   resamples (A's i, B's j), the growth measured over the range both sweeps measured (lead_orders.growth).
   Otherwise ``class uncertain``: the resamples of the two sweeps overlap in form.
@@ -37,9 +39,10 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   resamples reached n^(3/2) log2(n)^2, and called two replicate sweeps' n^(2/3) log2(n)^2 and n^(3/2)
   a confident change at 5 %.)
 
-The verdict's test works on the rows of a study together, after its common shift
-(:mod:`perfsweep.compare.judge`): :func:`threshold_p_value` (the two one-sided tests of "beyond the
-threshold" on the ratio's log and ``se``) and :func:`holm` (the correction among the gating rows).
+The verdict's test (:mod:`perfsweep.compare.judge` applies it to every gating row together):
+:func:`threshold_p_value` (the two one-sided tests of "beyond the threshold" on the ratio's log and
+``se``), :func:`detectable` (the row's minimum detectable effect) and :func:`holm` (the correction over
+every gating test: the ratios' and the scaling classes').
 """
 
 from __future__ import annotations
@@ -134,9 +137,9 @@ def share(pair: Pair) -> dict[str, Any]:
 def scaling(pair: Pair) -> dict[str, Any]:
     """Both models' lead orders (A's parameters named as B's), their lead shares, and the scaling class."""
     a, b = pair.a.model, pair.b.model
+    cls, p = scaling_test(a, b, pair.names, pair.order, pair.metric)
     return {"orders_a": _orders_text(a, pair.names, pair.order), "orders_b": lead.format_orders(b),
-            "share_a": a.lead_share, "share_b": b.lead_share,
-            "scaling": scaling_class(a, b, pair.names, pair.order, pair.metric)}
+            "share_a": a.lead_share, "share_b": b.lead_share, "scaling": cls, "p_scaling": p}
 
 
 STATISTICS: tuple[Callable[[Pair], dict[str, Any]], ...] = (ratio, share, scaling)
@@ -179,25 +182,39 @@ def _renamed_orders(model: Model, names: list[str], order: list[int]) -> dict[st
 def scaling_class(a: Model, b: Model, names: list[str], order: list[int], metric: str,
                   confidence: float = 0.95) -> str:
     """same / worse / better / changed / class uncertain (see the module's docstring)."""
+    return scaling_test(a, b, names, order, metric, confidence)[0]
+
+
+def scaling_test(a: Model, b: Model, names: list[str], order: list[int], metric: str,
+                 confidence: float = 0.95) -> tuple[str, float]:
+    """The scaling class (see the module's docstring) and the p-value of its change: per parameter that
+    changed, the share of the pairs of resamples (A's i, B's j) that do not grow in the class's direction,
+    as (count + 1) / (pairs + 1), the smallest over the changed parameters times the number of parameters
+    (Bonferroni within the row); 1.0 where no change is claimed. judge corrects it with the ratio tests
+    (Holm over every gating test)."""
     oa, ob = _renamed_orders(a, names, order), lead.lead_orders(b)
     ranges = _common_ranges(a, b, names, order)
     if lead.same_lead_order(_renamed(a, names, order), b):
-        return "same"
-    if not (a.bootstrap and b.bootstrap):  # no resamples: no confidence (issue 44: lead shares by the strict
-        return "class uncertain"  # rule fall below lead_orders.STABLE where the growth's direction is sure)
+        return "same", 1.0
+    if not (a.bootstrap and b.bootstrap):  # no resamples: no confidence
+        return "class uncertain", 1.0
     ga, gb = _resampled_growth(a, names, order, ranges), _resampled_growth(b, names, None, ranges)
     tol = float(lead.EXPONENT_TOLERANCE) + 1e-12
     faster = slower = False
+    p_values = []
     for k, n in enumerate(names):
         point = _growth(ob[n], ranges.get(n)) - _growth(oa[n], ranges.get(n))
         diff = gb[:, k][None, :] - ga[:, k][:, None]  # every pair of resamples (A's i, B's j)
-        faster |= bool(point > tol and np.mean(diff > 0) >= confidence)
-        slower |= bool(point < -tol and np.mean(diff < 0) >= confidence)
+        up, down = point > tol and np.mean(diff > 0) >= confidence, point < -tol and np.mean(diff < 0) >= confidence
+        faster, slower = faster or bool(up), slower or bool(down)
+        if up or down:
+            p_values.append((float(np.sum(diff <= 0 if up else diff >= 0)) + 1) / (diff.size + 1))
     if not (faster or slower):
-        return "class uncertain"
+        return "class uncertain", 1.0
+    p = min(1.0, min(p_values) * len(names))
     if is_rate_metric(metric):  # a rate that falls faster is worse (lead orders of 1/f are negated)
         faster, slower = slower, faster
-    return "worse" if faster and not slower else "better" if slower and not faster else "changed"
+    return ("worse" if faster and not slower else "better" if slower and not faster else "changed"), p
 
 
 def _resampled_growth(model: Model, names: list[str], order: list[int] | None, ranges: lead.Ranges) -> np.ndarray:
@@ -212,7 +229,7 @@ def _resampled_growth(model: Model, names: list[str], order: list[int] | None, r
 def _growth(order: lead.Order, span: tuple[float, float] | None) -> float:
     if span is not None and 1 < span[0] < span[1]:
         return lead.growth(order, *span)
-    return float(order[0]) + order[1] / 4  # a log2 power as 1/4 (compare.order_distance)
+    return float(order[0]) + order[1] / 4  # a log2 power as 1/4 (lead_orders.order_distance)
 
 
 def _common_ranges(a: Model, b: Model, names: list[str], order: list[int]) -> lead.Ranges:
@@ -231,19 +248,51 @@ def _common_ranges(a: Model, b: Model, names: list[str], order: list[int]) -> le
     return out
 
 
-# --- the verdict's test (judge.py applies it to a study's rows after their common shift) -------------------------
+# --- the verdict's test (judge.py applies it to the rows of every study together) ------------------------------
 
 
-def threshold_p_value(log_r: float, se: float, band: float) -> float:
+def quantile(q: float, df: float = math.inf) -> float:
+    """The standard normal's quantile, or Student's t's with ``df`` degrees of freedom (a finite ``df``:
+    the spread of several baseline sweeps, judge.history)."""
+    if math.isfinite(df):
+        from scipy.stats import t  # heavy: only with several baselines
+
+        return float(t.ppf(q, df))
+    return NormalDist().inv_cdf(q)
+
+
+def _tail(z: float, df: float) -> float:
+    if math.isfinite(df):
+        from scipy.stats import t  # heavy: as above
+
+        return float(t.sf(z, df))
+    return _sf(z)
+
+
+def threshold_p_value(log_r: float, se: float, band: float, df: float = math.inf) -> float:
     """The p-value of "the change is beyond the threshold" (``band``: log(1 + threshold)) of a log ratio
-    with standard error ``se``: twice the smaller of the two one-sided tests' (NaN: no test)."""
+    with standard error ``se`` (normal, or t with ``df`` degrees of freedom): twice the smaller of the two
+    one-sided tests' (NaN: no test)."""
     if math.isfinite(se) and se > 0 and math.isfinite(log_r):
-        p_up = _sf((log_r - band) / se)  # H0: ratio <= 1 + t (no increase beyond the threshold)
-        p_down = _sf((-log_r - band) / se)  # H0: ratio >= 1 / (1 + t)
+        p_up = _tail((log_r - band) / se, df)  # H0: ratio <= 1 + t (no increase beyond the threshold)
+        p_down = _tail((-log_r - band) / se, df)  # H0: ratio >= 1 / (1 + t)
         return min(1.0, 2 * min(p_up, p_down))
     if se == 0 and math.isfinite(log_r):
         return 0.0 if abs(log_r) > band else 1.0
     return math.nan
+
+
+POWER = 0.8  # of the minimum detectable effect
+
+
+def detectable(se: float, alpha: float, df: float = math.inf, power: float = POWER) -> float:
+    """The minimum detectable effect of a row, as a relative change: the smallest true change of B/A
+    (either way) that a two-sided test at ``alpha`` on the log ratio finds with probability ``power``,
+    exp((q(1 - alpha/2) + q(power)) se) - 1 (NaN: no standard error). A row whose effect is above the
+    threshold cannot resolve it; the effect shrinks like 1/sqrt(repetitions)."""
+    if not (math.isfinite(se) and se >= 0):
+        return math.nan
+    return math.expm1((quantile(1 - alpha / 2, df) + quantile(power, df)) * se)
 
 
 def _sf(z: float) -> float:

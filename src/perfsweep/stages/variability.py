@@ -12,12 +12,17 @@ from perfsweep.stages import PathLike, read, stem
 
 
 def run(runs: PathLike, table: PathLike, summary: PathLike, varied: list[str],
-        cv_threshold: float, study: str | None = None) -> None:
+        cv_threshold: float, study: str | None = None, disturbed: float | None = None,
+        order: PathLike | None = None) -> None:
+    """The variability table and summary (and the host load per configuration: ``disturbed``, config
+    key variability.disturbed), and ``order``: every run in the order it ran (tables.run_order)."""
     table_of_runs = read(runs)
-    var = tables.variability(table_of_runs, varied, cv_threshold)
+    var = tables.variability(table_of_runs, varied, cv_threshold, disturbed)
     tables.write_table(var, stem(table), caption="Coefficient of variation per configuration")
     summ = tables.variability_summary(var)
     summ.to_csv(summary, index=False)
+    if order is not None:
+        tables.run_order(table_of_runs, varied, disturbed).to_csv(order, index=False)
     print(progress_line(study or Path(table).parent.name, var, table_of_runs, runs), flush=True)
 
 
@@ -38,4 +43,7 @@ def progress_line(study: str, var: pd.DataFrame, runs: pd.DataFrame | None = Non
         line += (f"; worst CV {100 * worst['cv']:.1f} % ({worst['config_id']}),"
                  f" {int(var['flagged'].sum())} of {len(var)} configurations above"
                  f" {100 * var['cv_threshold'].iloc[0]:g} %")
+    if "n_disturbed" in var and var["n_disturbed"].sum():
+        line += (f"; {int(var['n_disturbed'].sum())} runs disturbed by other processes on their cores"
+                 f" (flagged, not measured again)")
     return line

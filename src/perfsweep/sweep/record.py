@@ -27,6 +27,9 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
                   "threads": [{"thread": 0, "useful": s}, ...] (optional) }, ...],
       "metrics": {"name": value, ...},   # extra scalar metrics (regex matches of external apps)
       "warmup": {"steps": 1, "time": s},   # built-in apps: what ran untimed before the measurement
+      "order": {"seed": 1, "round": 0, "position": 4, "of": 17} | null,   # perfsweep.sweep.order
+      "host_load": {"cpu_time": s, "cpu_wall_ratio": 0.98, "involuntary_switches": 12, "processes": 2,
+                    "cores": 2, "others_busy_share": 0.03, "ranks": {...} (optional)},   # perfsweep.sweep.host
       "stdout_tail": "...", "stderr_tail": "...",
       "perfsweep_version": "0.1.0"
     }

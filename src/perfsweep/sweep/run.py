@@ -35,11 +35,14 @@ from typing import Any
 from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
+from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.cluster.ended import record_ended_runs
 from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
 from perfsweep.layout import record_lock
 from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
+from perfsweep.sweep.host import HostWatch, rank_load, ranks_cpu_here
+from perfsweep.sweep.order import lookup as order_of
 from perfsweep.sweep.recover import hold_lock, release_lock
 from perfsweep.sweep.spec import READ_WITH, RunSpec
 
@@ -201,7 +204,9 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         # be anywhere the config allows), the run must rewrite it
         stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
         record = _new_record(spec, attempt, command, _now())
+        record["order"] = order_of(output)  # its place in its round's random order (perfsweep.sweep.order)
         started = time.time()
+        watch = HostWatch.start()
         broke = None  # why perfsweep itself could not run or follow the app (then no exit code)
         try:
             with scorep.environment(spec.profile):
@@ -243,6 +248,7 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
                 status, error = "failed", f"unreadable output: {exc}"
             nodelist = (record["slurm"] or {}).get("nodelist")
             record.update(placement(record.get("ranks"), expand_hostlist(nodelist) if nodelist else [record["host"]]))
+        record["host_load"] = _host_load(watch, wall, spec, record.get("ranks"))
         record["status"], record["error"] = status, error
         if status != "ok":
             record["time"] = None
@@ -253,6 +259,20 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         raise RunFailed(f"{spec.run_id}: {error} (record kept in {archive})")
     write_json_atomic(output, record)
     return record
+
+
+def _host_load(watch: HostWatch, wall: float, spec: RunSpec, ranks: list[Any] | None) -> dict[str, Any]:
+    """What the host did during the launch (perfsweep.sweep.host), for its processes: the ranks the app
+    reported, else the spec's process count parameter, else 1."""
+    p = spec.params.get(PROCESS_COUNT)
+    processes = len(ranks) if ranks else p if isinstance(p, int) and not isinstance(p, bool) and p > 0 else 1
+    # inside a SLURM job the cluster launcher's ranks are slurmstepd's children, not the runner's
+    inside = "SLURM_JOB_ID" in os.environ and bool(spec.cluster)
+    load = watch.finish(wall, processes, ranks_cpu_here(ranks, socket.gethostname()), descendants=not inside)
+    per_rank = rank_load(ranks)
+    if per_rank:
+        load["ranks"] = per_rank
+    return load
 
 
 def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,124 @@
+"""What the host did during a run (record field host_load, perfsweep.sweep.host): a launch's CPU time
+against wall x processes, its involuntary switches, the others' busy share of its cores from /proc/stat;
+with the real Snakemake, a busy loop on one of the cores shows in the records, tables and flags."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import snakemake
+from perfsweep import tables
+from perfsweep.sweep.host import HostWatch, busy_jiffies, rank_load
+
+BUSY = "import sys, time\nt = time.time()\nwhile time.time() - t < float(sys.argv[1]):\n    pass\n"
+
+
+def test_busy_jiffies_reads_the_cores_lines(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  50 0 20 900 5 0 0 0 0 0\n"
+                    "cpu0 10 1 2 400 3 4 5 6 0 0\n"
+                    "cpu1 40 0 18 500 2 0 0 0 0 0\n"
+                    "intr 1 2 3\n")
+    assert busy_jiffies([0], str(stat)) == 10 + 1 + 2 + 4 + 5 + 6  # idle and iowait are not busy
+    assert busy_jiffies([0, 1], str(stat)) == 28 + 58
+    assert busy_jiffies([0, 7], str(stat)) is None  # a core /proc/stat does not list
+    assert busy_jiffies([0], str(tmp_path / "missing")) is None
+
+
+def test_a_busy_child_counts_as_the_runs_own_cpu_time(tmp_path):
+    watch = HostWatch.start()
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", BUSY, "0.6"], check=True)
+    load = watch.finish(time.perf_counter() - t0, 1)
+    assert load["cpu_time"] >= 0.15  # it spun, on a core shared with the host's other work
+    assert 0.15 <= load["cpu_wall_ratio"] <= 1.2
+    assert load["involuntary_switches"] >= 0
+    assert load["cores"] >= 1 and 0 <= load["others_busy_share"] <= 1
+    quiet = HostWatch.start()
+    time.sleep(0.3)  # nothing of ours runs: the run's own CPU time is (about) none
+    assert quiet.finish(None, 1)["cpu_time"] < 0.05
+
+
+def test_rank_load_names_the_rank_that_had_least_of_its_core():
+    ranks = [{"rank": 0, "total": 2.0, "cpu_time": 1.9}, {"rank": 1, "total": 2.0, "cpu_time": 1.0}]
+    assert rank_load(ranks) == {"min_cpu_wall_ratio": 0.5, "rank": 1}
+    assert rank_load([{"rank": 0, "total": 1.0}]) is None and rank_load(None) is None
+
+
+def test_the_tables_flag_runs_above_the_threshold():
+    runs = pd.DataFrame({"config_id": ["a", "a", "a", "b"], "n": [1, 1, 1, 2], "status": ["ok"] * 4,
+                         "time": [1.0, 1.1, 1.2, 2.0], "others_busy_share": [0.1, 0.5, 0.6, None],
+                         "cpu_wall_ratio": [0.9, 0.5, 0.4, None]})
+    var = tables.variability(runs, ["n"], 0.5, disturbed=0.25).set_index("config_id")
+    assert var.loc["a", "n_disturbed"] == 2 and var.loc["b", "n_disturbed"] == 0
+    assert var.loc["a", "others_busy_share"] == 0.5 and var.loc["a", "cpu_wall_ratio"] == 0.5
+    assert pd.isna(var.loc["b", "others_busy_share"])
+    assert tables.variability_summary(var.reset_index()).loc[0, "disturbed_runs"] == 2
+
+
+# ---- the real Snakemake with a real load
+
+
+def sweep(tmp_path, disturbed=0.25):
+    """A small study of a single-process app that computes for 0.8 s; returns its records' host_load
+    and its aggregate table."""
+    tmp_path.mkdir()
+    app = tmp_path / "busy.py"
+    app.write_text(BUSY)
+    cfg = {
+        "app": {"command": f"{{launcher}} {sys.executable} {app} {{t}}"},
+        "parameters": {"t": 0.8},
+        "studies": {"s": {"vary": {"t": [0.7, 0.8, 0.9]}}},
+        "repetitions": 1,
+        "variability": {"disturbed": disturbed},
+        "results": str(tmp_path / "results"),
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    snakemake(tmp_path / "results" / "tables" / "s" / "aggregate.csv", "--cores", "2", "--configfile", path, cwd=tmp_path)
+    recs = [json.loads(p.read_text()) for p in sorted((tmp_path / "results" / "runs" / "s").glob("*/rep0.json"))]
+    assert len(recs) == 3 and all(r["status"] == "ok" for r in recs)
+    return [r["host_load"] for r in recs], pd.read_csv(tmp_path / "results" / "tables" / "s" / "aggregate.csv")
+
+
+@pytest.mark.slow
+def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
+    loop = subprocess.Popen([sys.executable, "-c", BUSY, "600"])  # keeps one core busy until stopped
+    try:
+        time.sleep(0.5)
+        loaded, agg = sweep(tmp_path / "loaded")
+    finally:
+        loop.kill()
+        loop.wait()
+    quiet, _ = sweep(tmp_path / "quiet")
+    share = sorted(h["others_busy_share"] for h in loaded)[1]  # the median of three
+    # one of the two cores busy with the loop: about half their capacity (more with the host's own work)
+    assert share >= 0.35, loaded
+    assert all(h["cpu_time"] > 0.1 and h["processes"] == 1 and h["cores"] >= 1 for h in loaded + quiet)
+    assert {"others_busy_share", "cpu_wall_ratio", "n_disturbed"} <= set(agg.columns)
+    time_rows = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
+    assert (time_rows["others_busy_share"] >= 0.25).sum() >= 2 and time_rows["n_disturbed"].sum() >= 2
+    quiet_share = sorted(h["others_busy_share"] for h in quiet)[1]
+    if quiet_share >= 0.5:  # the host's own work kept the cores busy even without the loop
+        pytest.skip(f"the host was busy without the loop too (others' share {quiet_share:.2f}): "
+                    f"the loaded runs' {share:.2f} is checked only against its absolute bound")
+    assert share >= quiet_share + 0.15, (loaded, quiet)
+
+
+def test_the_ranks_own_cpu_time_stands_in_where_they_are_not_the_runners_children():
+    ranks = [{"rank": 0, "host": "h", "total": 1.0, "cpu_time": 0.9}, {"rank": 1, "host": "other", "cpu_time": 5.0}]
+    from perfsweep.sweep.host import ranks_cpu_here
+
+    assert ranks_cpu_here(ranks, "h") == 0.9 and ranks_cpu_here(ranks, "x") is None
+    watch = HostWatch.start()
+    time.sleep(0.2)
+    srun = watch.finish(0.2, 1, descendants=False)  # srun's ranks, nothing reported: not known
+    assert srun["cpu_wall_ratio"] is None and srun["others_busy_share"] is None
+    reported = watch.finish(1.0, 1, ranks_cpu=0.9, descendants=False)
+    assert reported["cpu_source"] == "ranks" and reported["cpu_wall_ratio"] == pytest.approx(0.9)
+    assert reported["others_busy_share"] is not None

@@ -33,12 +33,14 @@ the same that differ by 26 % at 2.5x the grid, compared no falling factor and to
 Where the data cannot tell such forms apart the resamples' choices spread over them: the lead share
 falls and the intervals (modeling.model.Model.interval) widen, which is what a reader must see.
 
-The rule serves everywhere lead orders are compared: the resamples' lead share and the choice of the
-reported form (modeling.consensus), ``perfsweep compare``'s scaling class (compare.statistics),
+The rule serves everywhere lead orders are compared: the resamples' lead share and runner-up
+(modeling.consensus), ``perfsweep compare``'s scaling class (compare.statistics),
 bench/designs.py's judgement (judge_lead) and bench/replicates.py's agreement of sweeps.
-lead_orders (the largest (i, j) per parameter) is kept for display (format_orders) and for the
-direction of a change (faster or slower in a parameter) and order_distance for how far apart two
-lead orders are (the centre of the resamples' choices).
+lead_orders (the largest (i, j) per parameter) is kept for display (format_orders), for the
+direction of a change (faster or slower in a parameter) and, with grow_alike and order_distance, for
+modeling.consensus's choice of the form to report (which forms grow alike over the grid, which lies
+at the centre of the resamples' choices): that choice stays what it was before this rule, so that
+the reported models do not change with it; the lead share reported beside them is this rule's.
 
 judge_lead adds the full grid's own uncertainty: how many of its resampled models agree (by the same
 rule) with its own lead order and with the other design's. Its verdict: PASS when the lead orders agree;
@@ -165,6 +167,27 @@ def lead_distance(a: LeadSet, b: LeadSet, ranges: Ranges | None = None) -> float
         return 0.0 if a == b else APART
     both = one_way(a, b) + one_way(b, a)
     return float(sum(both) / len(both))
+
+
+def grow_alike(a: dict[str, Order], b: dict[str, Order], ranges: Ranges | None = None) -> bool:
+    """Whether two per-parameter lead orders (lead_orders) grow alike over the measured range: the
+    same parameters grow, and in each the growth within EXPONENT_TOLERANCE (growth(); without a range,
+    or from 1, the written exponents, log2 powers within one). Not whether two models have the same
+    lead order (same_lead_order says that): a closeness by which modeling.consensus chooses the form
+    to report, as it did before issue 44, so that the reported models stay the same."""
+    zero = (Fraction(0), 0)
+    names = set(a) | set(b)
+    if {n for n in names if a.get(n, zero) != zero} != {n for n in names if b.get(n, zero) != zero}:
+        return False
+    ranges = ranges or {}
+    for n in names:
+        oa, ob, span = a.get(n, zero), b.get(n, zero), ranges.get(n)
+        if span is not None and 1 < span[0] < span[1]:
+            if abs(growth(oa, *span) - growth(ob, *span)) > float(EXPONENT_TOLERANCE) + 1e-12:
+                return False
+        elif abs(oa[0] - ob[0]) > EXPONENT_TOLERANCE or abs(oa[1] - ob[1]) > 1:
+            return False
+    return True
 
 
 def resample_support(reference: Model, other: Model) -> float:

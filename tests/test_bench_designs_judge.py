@@ -197,3 +197,16 @@ def test_growth_is_the_power_that_grows_as_much():
     assert growth((Fraction(5, 2), 0), 200, 1000) == 2.5
     g = growth((Fraction(3, 4), 2), 200, 1000)
     assert (1000 / 200) ** g == pytest.approx(1000 ** 0.75 * math.log2(1000) ** 2 / (200 ** 0.75 * math.log2(200) ** 2))
+
+
+def test_grow_alike_is_the_consensus_closeness_not_the_lead_order_rule():
+    """lead_orders.grow_alike (how consensus chooses the reported form, as before issue 44): growth
+    over the measured range within 1/4 of a power; forms it calls alike can differ in lead order."""
+    from perfsweep.modeling.lead_orders import grow_alike
+
+    over_n = {"n": (200.0, 1000.0)}
+    n, n34log2 = lead_orders(model(term(n=("1", 0)))), lead_orders(model(term(n=("3/4", 2))))
+    assert grow_alike(n, n34log2, over_n) and not same_lead_order(model(term(n=("1", 0))), model(term(n=("3/4", 2))))
+    assert not grow_alike(n, lead_orders(model(term(n=("3/2", 0)))), over_n)
+    assert not grow_alike(n, lead_orders(model(term(m=("1", 0)))), over_n)  # other parameters grow
+    assert not grow_alike(n, n34log2)  # without a range the written exponents: 1/4 and two log powers apart

@@ -41,7 +41,7 @@ is printed beside it, not judged.
 
 Targets (issue 17), for the sparse design: at most 25 % of the full grid's core-hours; the same
 dominant terms; held-out errors within 1.5x of the full grid's. "Same dominant terms" is judged, for
-both judged models, by perfsweep.modeling.compare.judge_lead, a rule fixed before this measurement
+both judged models, by perfsweep.modeling.lead_orders.judge_lead, a rule fixed before this measurement
 (see that module): the exact comparison of the lead strings is printed, and the verdict is PASS when
 the lead orders agree (same dominant parameters; per parameter the growth over the grid's range within
 a power of 1/4: n^(3/4) log2(n)^2 grows like n^1.08 over n = 200-1000), INCONCLUSIVE when they do not
@@ -68,7 +68,7 @@ import yaml
 
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.modeling import Model
-from perfsweep.modeling.compare import format_orders, judge_lead, same_lead_order
+from perfsweep.modeling.lead_orders import format_orders, judge_lead, same_lead_order
 from perfsweep.stats import core_seconds
 from perfsweep.sweep.record import study_records
 

@@ -5,9 +5,10 @@
 
 For every study it prints each sweep's reported run-time model, its lead share (the share of the
 resampled models that agree with its lead order), whether the sweeps' models agree in lead order
-(modeling.compare.same_lead_order, every pair both ways), and at the study's validation points (the
-config's ``validate:``, measured beyond the grid and never fitted) the median relative error and how
-many of the measured medians the 90 % intervals covered. Beside it, Extra-P 4.2.5 (its own venv,
+(modeling.lead_orders.same_lead_order, every pair both ways), how far the sweeps' predictions lie apart
+at the study's validation points (predictions_apart: the furthest two sweeps' ratio, per point), and at
+those points (the config's ``validate:``, measured beyond the grid and never fitted) the median
+relative error and how many of the measured medians the 90 % intervals covered. Beside it, Extra-P 4.2.5 (its own venv,
 perfsweep.modeling.extrap_env) fitted on the same runs and judged at the same points.
 
 The models are fitted again from each sweep's aggregate table with the modeler of this checkout (the
@@ -41,7 +42,7 @@ from modeler_real_data import MODEL_CODE, write_text  # noqa: E402 (the bench fo
 
 from perfsweep.config import load_config_file  # noqa: E402
 from perfsweep.modeling import validation  # noqa: E402
-from perfsweep.modeling.compare import same_lead_order  # noqa: E402
+from perfsweep.modeling.lead_orders import same_lead_order  # noqa: E402
 from perfsweep.modeling.model import Model  # noqa: E402
 from perfsweep.modeling.pipeline import LEVEL, fit_study_models, oversubscribed_rows, repetitions  # noqa: E402
 
@@ -80,6 +81,30 @@ def study_fit(results: Path, study) -> dict | None:
     grid = grid[~oversubscribed_rows(grid, study.processes, list(study.vary))]  # as the models stage fits
     return {"model": model, "notes": "; ".join(main[0].get("notes", [])), "grid": grid, "points": checks,
             "validation": main[0].get("validation", [])}
+
+
+def predictions_apart(models: list[Model], points: np.ndarray) -> dict:
+    """How far the sweeps' models' predictions lie apart at the same ``points`` (P x parameters): per
+    point the largest over the smallest prediction, minus 1 (``apart``: 0.22 = the two sweeps furthest
+    apart differ by 22 %), their median and maximum, and how many points lie more than 10 % apart.
+    NaN where a prediction is not positive (no ratio) or with fewer than two models."""
+    points = np.atleast_2d(np.asarray(points, dtype=float))
+    if len(models) < 2 or not points.size:
+        nan = float("nan")
+        return {"apart": np.full(len(points), nan), "median": nan, "max": nan, "over_10": 0, "points": len(points)}
+    preds = np.array([m.predict(points) for m in models])  # models x points
+    with np.errstate(divide="ignore", invalid="ignore"):
+        apart = np.where(np.all(preds > 0, axis=0), preds.max(axis=0) / preds.min(axis=0) - 1.0, np.nan)
+    finite = apart[np.isfinite(apart)]
+    return {"apart": apart, "median": float(np.median(finite)) if len(finite) else float("nan"),
+            "max": float(np.max(finite)) if len(finite) else float("nan"), "over_10": int(np.sum(finite > 0.10)),
+            "points": len(points)}
+
+
+def validation_points(fits: list[dict | None], names: list[str]) -> np.ndarray:
+    """The validation points of all sweeps of a study (their parameters, each point once)."""
+    rows = {tuple(float(p["parameters"][n]) for n in names) for fit in fits if fit for p in fit["validation"]}
+    return np.array(sorted(rows), dtype=float).reshape(len(rows), len(names))
 
 
 def extrap_predictions(jobs: list[tuple[list[str], pd.DataFrame, pd.DataFrame]]) -> list[dict]:
@@ -121,7 +146,7 @@ def main() -> int:
                 jobs.append((list(s.vary), fit["grid"], fit["points"]))
                 where.append((s.name, k))
     extrap = dict(zip(where, extrap_predictions(jobs))) if jobs and not args.no_extrap else {}
-    covered, worst, agree_all, shares_ok, unflagged = [], 0.0, True, True, 0
+    covered, worst, agree_all, shares_ok, unflagged, apart_all = [], 0.0, True, True, 0, []
     for s in sweep.studies:
         print(f"\n## {s.name}: T({', '.join(s.vary)})")
         models = []
@@ -155,9 +180,20 @@ def main() -> int:
         agree_all &= agree
         print(f"  lead orders {'agree' if agree else 'DIFFER'} over {len(models)} sweeps: "
               + " | ".join(m.lead() for m in models))
+        apart = predictions_apart(models, validation_points(fits[s.name], list(s.vary)))
+        if apart["points"] and np.isfinite(apart["median"]):
+            apart_all.append(apart)
+            print(f"  predictions at the {apart['points']} validation point(s) apart by a median of "
+                  f"{apart['median']:.1%}, at most {apart['max']:.1%}; {apart['over_10']} more than 10 % apart")
     print("\n## targets")
     print(f"  every study's models agree in lead order: {'yes' if agree_all else 'NO'}")
     print(f"  every lead share >= 0.8: {'yes' if shares_ok else 'NO'}")
+    if apart_all:
+        spread = np.concatenate([a["apart"] for a in apart_all])
+        spread = spread[np.isfinite(spread)]
+        print(f"  the sweeps' predictions within 10 % of each other at {np.mean(spread <= 0.10):.0%} of "
+              f"{len(spread)} validation points (target 90 %), within 15 % at {np.mean(spread <= 0.15):.0%} "
+              "(target all)")
     if covered:
         print(f"  worst study-sweep median error at the validation points: {worst:.1%} (target <= 15 %)")
         print(f"  {LEVEL:.0%} intervals covered {np.mean(covered):.0%} of {len(covered)} validation points "

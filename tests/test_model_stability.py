@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from perfsweep.modeling import Model
-from perfsweep.modeling.compare import lead_orders, same_lead_order
+from perfsweep.modeling.lead_orders import lead_orders, same_lead_order
 from perfsweep.modeling.pipeline import fit_study_models
 
 
@@ -56,34 +56,32 @@ def main_model(agg, names, **kw):
     return Model.from_dict(models[0]["model"]), table.iloc[0], preds
 
 
-def test_replicate_sweeps_agree_in_lead_order():
-    """Twelve triples of replicate sweeps of T(n, m): the three reported models of a triple agree in lead
-    order (modeling.compare) in at least 7 of 12 (8 when this test was written; the search's own
-    choices, without the resamples, also 8: this law's effective power of m, site pairs within a reach
-    that grows with m, lies between m^2 and m^(8/3) over m = 1-5, and whether a model carries the
-    per-molecule term beside the product moves its power of m by about 1/2, so a sweep's noise still
-    moves some lead orders), and at least 80 % of each model's resamples agree with its lead order in
-    most sweeps (the search's own choices: 10-50 % in the sweeps of issue 35)."""
+def test_replicate_sweeps_agree_in_predictions_and_say_the_form_is_undecided():
+    """Twelve triples of replicate sweeps of T(n, m). This law is no PMNF form (site pairs within a
+    reach that grows with m: its effective power of m lies between m^2 and m^(8/3) over m = 1-5), so the
+    sweeps' noise moves the reported forms among neighbours: n m^(5/2), n^(3/4) log2(n)^2 m^(7/3), ...
+    By the strict lead-order rule (issue 44: the same lead terms) the three models of a triple agree in
+    at most 2 of 12 (0 when this test was written; 8 by the rule before, which forgave 1/4 of a power),
+    and the lead shares say so: their median is below 0.8 (0.45), the forms are not called decided.
+    What must hold is agreement judged by predictions: at 2-3x the largest n the three sweeps'
+    predictions lie apart (largest over smallest) by a median of at most 20 % (14 %) and never by
+    more than 35 % (28 %; the reported models are chosen as before the rule, their predictions the same)."""
     values = [[400, 800, 1200, 1600, 2000], [1, 2, 3, 4, 5]]
-
-    def triples(bootstrap):
-        rng = np.random.default_rng(3)
-        out = []
-        for _ in range(12):
-            sweeps = [aggregate(*sweep(rng, ljmd_like, values), ["n", "m"]) for _ in range(3)]
-            out.append([main_model(agg, ["n", "m"], bootstrap=bootstrap)[0] for agg in sweeps])
-        return out
-
-    def agreeing(models):
-        return all(same_lead_order(a, b) for a in models for b in models if a is not b)
-
-    reported = triples(40)
-    alone = sum(agreeing(t) for t in triples(0))
-    agree = sum(agreeing(t) for t in reported)
-    shares = np.array([m.lead_share for t in reported for m in t])
-    print(f"agree {agree} of 12 (the search alone {alone}); lead shares median {np.median(shares):.2f}")
-    assert agree >= 7, (agree, alone)
-    assert np.median(shares) >= 0.9 and np.mean(shares >= 0.8) >= 0.8, shares
+    at = np.array([[4000.0, 3.0], [6000.0, 3.0], [4000.0, 5.0]])
+    rng = np.random.default_rng(3)
+    triples = []
+    for _ in range(12):
+        sweeps = [aggregate(*sweep(rng, ljmd_like, values), ["n", "m"]) for _ in range(3)]
+        triples.append([main_model(agg, ["n", "m"], bootstrap=40)[0] for agg in sweeps])
+    agree = sum(all(same_lead_order(a, b) for a in t for b in t if a is not b) for t in triples)
+    shares = np.array([m.lead_share for t in triples for m in t])
+    preds = np.array([[m.predict(at) for m in t] for t in triples])  # triples x sweeps x points
+    apart = preds.max(axis=1) / preds.min(axis=1) - 1
+    print(f"agree {agree} of 12; lead shares median {np.median(shares):.2f}; predictions apart median "
+          f"{np.median(apart):.1%}, max {apart.max():.1%}")
+    assert agree <= 2, agree
+    assert np.median(shares) < 0.8, shares
+    assert np.median(apart) <= 0.20 and apart.max() <= 0.35, apart
 
 
 def test_intervals_cover_new_measurements_beyond_the_grid():

@@ -62,3 +62,48 @@ def test_resampling_is_reproducible():
     y = (5 + VALUES[0])[:, None] * (1 + rng.uniform(-0.05, 0.05, (5, 4)))
     a, b = (fit_model(VALUES[0], y, ["x"], options=FitOptions(bootstrap=10, seed=7)) for _ in range(2))
     np.testing.assert_array_equal(a.interval([[100.0]]), b.interval([[100.0]]))
+
+
+def test_intervals_widen_where_the_forms_the_data_cannot_tell_apart_part():
+    """Model averaging over forms (Model.form_spread): 20 + 2 x^(1/2) over x = 4..64 under 5 % noise
+    fits x^(1/3), x^(1/4) log2(x) and log2(x)^2 nearly as well; they part beyond the grid, so the
+    interval is wider there with the forms' spread than without it, and wider the further out; inside
+    the grid they agree within 2 %."""
+    x = VALUES[0]
+    rng = np.random.default_rng(0)
+    m = fit_model(x, (20 + 2 * x ** 0.5)[:, None] * (1 + rng.uniform(-0.05, 0.05, (5, 3))), ["x"],
+                  options=FitOptions(bootstrap=40))
+    assert m.alternatives and all(a.criterion >= 0 for a in m.alternatives) and np.isfinite(m.criterion)
+    assert min([m.criterion] + [a.criterion for a in m.alternatives]) == 0  # the best admissible form's
+    at = np.array([[16.0], [128.0], [512.0]])
+    spread = m.form_spread(at, 1.0)
+    assert spread[0] < 0.02 and 3 * spread[0] < spread[1] and 3 * spread[1] < spread[2]
+    low0, high0 = m.interval(at, 0.9, temperature=0)
+    low1, high1 = m.interval(at, 0.9, temperature=1.0)
+    assert np.all(high1 - low1 >= high0 - low0 - 1e-12)  # never narrower
+    # issue 44's case: every resample chose the one form (their spread is nil); beyond the grid the
+    # forms' spread widens the interval, inside it hardly
+    m.bootstrap = [Model(m.param_names, m.terms, m.coefficients.copy()) for _ in range(10)]
+    low0, high0 = m.interval(at, 0.9, temperature=0)
+    low1, high1 = m.interval(at, 0.9, temperature=1.0)
+    ratio = (high1 - low1) / (high0 - low0)
+    assert ratio[0] < 1.2 and ratio[2] > 1.5 and ratio[2] > ratio[1] > 1.05, ratio
+    # a hotter temperature weighs the worse-fitting forms more
+    assert m.form_spread(at, 4.0)[2] > m.form_spread(at, 0.25)[2]
+    back = Model.from_dict(m.to_dict())
+    assert [str(a) for a in back.alternatives] == [str(a) for a in m.alternatives]
+    np.testing.assert_allclose(back.interval(at), m.interval(at))
+
+
+def test_form_spread_weighs_by_the_criterion():
+    """Two alternatives by hand: one 10 % above the model everywhere at criterion 0 (as good), one
+    100 % above at criterion 40 (excluded in effect): the spread is the first's log departure, weighted
+    1/2 (the model's own criterion 0, the same weight)."""
+    term = Term((Factor(0, 1, 0),))
+    own = Model(["x"], [term], np.array([0.0, 1.0]), criterion=0.0)
+    own.alternatives = [Model(["x"], [term], np.array([0.0, 1.1]), criterion=0.0),
+                        Model(["x"], [term], np.array([0.0, 2.0]), criterion=40.0)]
+    spread = own.form_spread(np.array([[10.0]]), 1.0)
+    assert spread[0] == pytest.approx(np.sqrt(0.5 * np.log(1.1) ** 2), rel=1e-6)
+    assert own.form_spread(np.array([[10.0]]), 0.0) is None
+    assert Model(["x"], [term], np.array([0.0, 1.0])).form_spread(np.array([[10.0]])) is None

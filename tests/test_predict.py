@@ -82,10 +82,11 @@ def test_predict_prints_intervals_and_form(noisy_models_json):
     assert re.fullmatch(r"# lead order agreed by \d+% of 40 resamples: .*q\^\(-1\).*(; runner-up .* in \d+%)?",
                         out[1]), out[1]
     assert out[2] == "# note: form in q assumed"  # the models table's notes travel with the model
-    line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %\)", out[3])
+    line = re.fullmatch(r"n = 8000, q = 4: t = ([0-9.]+) s \[([0-9.]+), ([0-9.]+)\] \(90 %, (\d+) % wide\)", out[3])
     assert line, out[3]
-    t, low, high = map(float, line.groups())
+    t, low, high, wide = map(float, line.groups())
     assert low < t < high  # (that intervals cover the truth: test_model_uncertainty.py)
+    assert wide == round(100 * (high - low) / t) or abs(wide - 100 * (high - low) / t) <= 1  # printed to 4 digits
 
 
 def test_recommend_upper_bound_and_stored_processes(noisy_models_json):

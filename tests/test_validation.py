@@ -41,13 +41,15 @@ def test_evaluate_predicts_compares_and_covers():
     assert s["validation_points"] == 3
     assert s["validation_median_error"] == pytest.approx(0.8 / 4.8)
     assert s["validation_coverage"] == pytest.approx(1 / 3)
+    assert s["validation_width"] == pytest.approx(np.median((high - low) / np.array([2.0, 4.0, 8.0])))
+    assert 0.2 < s["validation_width"] < 0.4  # +-15 %: about 30 % of the value
 
 
 def test_without_resamples_there_is_no_interval_and_nothing_is_covered():
     at = validation.evaluate(linear(0.0, 0.02), POINTS, ["n"], 0.9)
     assert not at["covered"].any() and at["low"].isna().all()
     s = validation.summary(at)
-    assert s["validation_points"] == 3 and np.isnan(s["validation_coverage"])
+    assert s["validation_points"] == 3 and np.isnan(s["validation_coverage"]) and np.isnan(s["validation_width"])
     entries = validation.entries(at, ["n"])
     assert entries[0] == {"parameters": {"n": 100.0}, "measured": 2.0, "predicted": 2.0, "low": None, "high": None,
                           "covered": False}

@@ -24,16 +24,17 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   is not a time, the total of that metric); **impact**: the change B - A over A's total, by which the
   table is sorted.
 - **scaling class** (:func:`scaling`): the lead orders per parameter of A's and B's reported model
-  (modeling.compare.lead_orders) and their *class*: ``same`` where they agree over the range both
-  measured (compare.orders_agree); where they do not, ``worse`` (B grows faster in some parameter by
-  more than compare.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
+  (modeling.lead_orders.lead_orders) and their *class*: ``same`` where they have the same lead
+  terms (lead_orders.same_lead_order: every parameter, falling factors, sums apart from products);
+  where they do not, ``worse`` (B grows faster in some parameter by more than
+  lead_orders.EXPONENT_TOLERANCE and slower in none; for a rate, falls faster), ``better``, or
   ``changed`` (faster in one, slower in another) only where the change is *confident*: both sides
-  reproduce their own lead order in at least compare.STABLE of their resamples (lead_share), and in
-  the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
+  have resamples (until issue 44 also a lead share of lead_orders.STABLE, which by the strict rule
+  a noisy sweep's sure change of growth seldom has), and in the parameter that changed (B's reported model growing faster, or slower, than A's by more than the
   tolerance) B's resampled models grow faster (slower) than A's in at least 95 % of the pairs of
-  resamples (A's i, B's j), the growth measured over the range both sweeps measured (compare.growth).
+  resamples (A's i, B's j), the growth measured over the range both sweeps measured (lead_orders.growth).
   Otherwise ``class uncertain``: the resamples of the two sweeps overlap in form.
-  (A first rule, fewer than compare.SUPPORT of either side's resamples reaching the other's lead
+  (A first rule, fewer than lead_orders.SUPPORT of either side's resamples reaching the other's lead
   order, left the n^2 pass of ljmd --all-pairs uncertain where 15 % of the noisy "before" sweep's
   resamples reached n^(3/2) log2(n)^2, and called two replicate sweeps' n^(2/3) log2(n)^2 and n^(3/2)
   a confident change at 5 %.)
@@ -54,7 +55,7 @@ from typing import Any, Callable
 import numpy as np
 
 from perfsweep.compare.load import Entry
-from perfsweep.modeling import compare as lead
+from perfsweep.modeling import lead_orders as lead
 from perfsweep.modeling.model import Model
 
 
@@ -170,6 +171,12 @@ def _orders_text(model: Model, names: list[str], order: list[int]) -> str:
     return lead.format_orders(renamed)
 
 
+def _renamed(model: Model, names: list[str], order: list[int]) -> Model:
+    """A's model, its parameters named as B's."""
+    return Model([names[order.index(k)] for k in range(len(names))], model.terms, model.coefficients,
+                 reciprocal=model.reciprocal)
+
+
 def _renamed_orders(model: Model, names: list[str], order: list[int]) -> dict[str, lead.Order]:
     a_names = [names[order.index(k)] for k in range(len(names))]
     return {a_names[model.param_names.index(p)]: o for p, o in lead.lead_orders(model).items()}
@@ -190,9 +197,9 @@ def scaling_test(a: Model, b: Model, names: list[str], order: list[int], higher_
     (Holm over every gating test)."""
     oa, ob = _renamed_orders(a, names, order), lead.lead_orders(b)
     ranges = _common_ranges(a, b, names, order)
-    if lead.orders_agree(oa, ob, ranges=ranges):
+    if lead.same_lead_order(_renamed(a, names, order), b):
         return "same", 1.0
-    if not (a.lead_share >= lead.STABLE and b.lead_share >= lead.STABLE):  # NaN (no resamples): not stable
+    if not (a.bootstrap and b.bootstrap):  # no resamples: no confidence
         return "class uncertain", 1.0
     ga, gb = _resampled_growth(a, names, order, ranges), _resampled_growth(b, names, None, ranges)
     tol = float(lead.EXPONENT_TOLERANCE) + 1e-12
@@ -225,7 +232,7 @@ def _resampled_growth(model: Model, names: list[str], order: list[int] | None, r
 def _growth(order: lead.Order, span: tuple[float, float] | None) -> float:
     if span is not None and 1 < span[0] < span[1]:
         return lead.growth(order, *span)
-    return float(order[0]) + order[1] / 4  # a log2 power as 1/4 (compare.order_distance)
+    return float(order[0]) + order[1] / 4  # a log2 power as 1/4 (lead_orders.order_distance)
 
 
 def _common_ranges(a: Model, b: Model, names: list[str], order: list[int]) -> lead.Ranges:

@@ -173,7 +173,7 @@ def _rescaled(model: Model, scale: float) -> Model:
     """The model of scaled values back in the units of the measurements."""
     model.coefficients = model.coefficients * scale
     model.values = model.values * scale
-    for b in model.bootstrap:
+    for b in (*model.bootstrap, *model.alternatives):
         b.coefficients = b.coefficients * scale
     if not model.scatter_relative:
         model.scatter *= scale

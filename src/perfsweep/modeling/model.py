@@ -11,6 +11,15 @@ from scipy.stats import norm
 from perfsweep.modeling.terms import Term, dominant_terms
 
 
+# the temperature of the forms' weights (Model.form_spread), calibrated on synthetic suites with known
+# truth by bench/interval_forms.py (bench/results/interval_forms.txt), not on any sweep's validation points:
+# 0 there (2026-11-27), the forms' spread off by default (any temperature moved the suite's coverage
+# further from 90 % than it helped); Model.interval(..., temperature=T) applies it
+FORM_TEMPERATURE = 0.0
+# the share of the extrapolation error per doubling (Model.beyond) the intervals carry, calibrated with it
+REACH = 1.0
+
+
 def _num(v: float) -> str:
     return f"{v:.3g}" if abs(v) >= 1e-2 or v == 0 else f"{v:.3g}".replace("e-0", "e-")
 
@@ -38,7 +47,7 @@ class Model:
     values: np.ndarray = field(default_factory=lambda: np.empty(0))
     # the models of resampled repetitions (FitOptions.bootstrap): how sure the form and predictions are
     bootstrap: list["Model"] = field(default_factory=list)
-    lead_share: float = float("nan")  # share of the resamples whose lead order agrees (modeling.compare)
+    lead_share: float = float("nan")  # share of the resamples whose lead order agrees (modeling.lead_orders)
     runner_up: str = ""  # the most frequent other lead terms among the resamples ...
     runner_up_share: float = float("nan")  # ... and their share
     processes: str | None = None  # the process-count parameter, if the model has one
@@ -53,6 +62,10 @@ class Model:
     # per parameter the log error per doubling beyond the measured range (modeling.consensus.extrapolation_errors)
     extrapolation: dict[str, float] = field(default_factory=dict)
     fixed: dict[str, Any] = field(default_factory=dict)  # the study's fixed parameters (models.json), e.g. p = 4
+    # the forms the measured means cannot tell from this one (modeling.consensus), each fitted to them, and
+    # every form's criterion above the best admissible one's (``criterion``): Model.form_spread weighs them
+    alternatives: list["Model"] = field(default_factory=list)
+    criterion: float = float("nan")
 
     def predict(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -75,13 +88,17 @@ class Model:
         lead = sorted(t.text(self.param_names) for t in dominant_terms(self.terms))
         return " + ".join(lead) if lead else "constant"
 
-    def interval(self, x, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    def interval(self, x, level: float = 0.9, temperature: float | None = None,
+                 reach: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``level`` interval of a new measurement (a point's mean over its repetitions) at ``x``:
         the spread of the resampled models' predictions around this model's (the choice of the form
         included; the resamples also carry the scatter between configurations that the repetitions
         do not show), the ``scatter`` a new measurement has around the model and, beyond the measured
-        range, the ``extrapolation`` error per doubling times the doublings (Model.beyond), added in
-        variance; log-normal where all are positive (run times), else normal: with the few resamples the
+        range, the ``extrapolation`` error per doubling times the doublings (Model.beyond; its share
+        ``reach``, REACH by default), added in
+        variance, and the spread of the forms the measured data cannot tell apart (form_spread, at
+        ``temperature``, FORM_TEMPERATURE by default); log-normal where all are positive (run times),
+        else normal: with the few resamples the
         pipeline affords, a spread covers better than the resamples' percentiles. How often it covers is
         measured by tests/test_model_uncertainty.py and tests/test_model_stability.py (synthetic) and
         bench/replicates.py (validation points of real sweeps). NaN without resamples."""
@@ -98,13 +115,41 @@ class Model:
             else:
                 rel, absolute = scatter / np.abs(pred), np.full(len(pred), scatter)
             log_spread = np.std(np.log(np.where(positive, preds, 1.0)), axis=0, ddof=1)
-            spread = np.where(positive, np.hypot(log_spread, rel), np.hypot(np.std(preds, axis=0, ddof=1), absolute))
+            spread_abs = np.std(preds, axis=0, ddof=1)
+            forms = self.form_spread(x, temperature)
+            if forms is not None:  # the forms' part: at least what the criterion's weights give (not added
+                log_spread = np.maximum(log_spread, forms)  # to the resamples' spread, which has their forms)
+                spread_abs = np.maximum(spread_abs, forms * np.abs(pred))
+            spread = np.where(positive, np.hypot(log_spread, rel), np.hypot(spread_abs, absolute))
             beyond = self.beyond(x)
             if beyond is not None:  # beyond the measured range: how much the form's reach depends on its data
-                spread = np.where(positive, np.hypot(spread, beyond), spread)
+                spread = np.where(positive, np.hypot(spread, beyond * (REACH if reach is None else reach)), spread)
             low = np.where(positive, pred * np.exp(-z * spread), pred - z * spread)
             high = np.where(positive, pred * np.exp(z * spread), pred + z * spread)
         return low, high
+
+    def form_spread(self, x, temperature: float | None = None) -> np.ndarray | None:
+        """Model averaging over the forms (Burnham and Anderson 2002, ch. 4): the root mean square of
+        the relative departure of the ``alternatives``' predictions from this model's at ``x`` (log
+        departure where both are positive), each weighted by exp(-criterion / (2 temperature)) and
+        this model by its own, the weights summing to 1 (temperature 1: Akaike weights of the search's
+        criterion). None without alternatives or at temperature 0 (FORM_TEMPERATURE: calibrated by
+        bench/interval_forms.py on synthetic suites)."""
+        temperature = FORM_TEMPERATURE if temperature is None else temperature
+        if not self.alternatives or temperature <= 0:
+            return None
+        own = self.criterion if np.isfinite(self.criterion) else 0.0
+        deltas = np.array([own] + [a.criterion for a in self.alternatives], dtype=float)
+        weights = np.exp(-(deltas - deltas.min()) / (2 * temperature))
+        weights /= weights.sum()
+        pred = self.predict(x)
+        preds = np.array([a.predict(x) for a in self.alternatives])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            both = (preds > 0) & (pred > 0)
+            dev = np.where(both, np.log(np.where(both, preds, 1.0) / np.where(pred > 0, pred, 1.0)),
+                           (preds - pred) / np.abs(pred))
+            dev = np.where(np.isfinite(dev), dev, 0.0)
+        return np.sqrt(np.sum(weights[1:, None] * dev * dev, axis=0))
 
     def beyond(self, x) -> np.ndarray | None:
         """The log spread that extrapolation adds at the points ``x``: per parameter its error per
@@ -170,6 +215,9 @@ class Model:
             "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
                           for b in self.bootstrap],
             "extrapolation": dict(self.extrapolation),
+            "criterion": self.criterion,
+            "alternatives": [{"terms": [t.to_list() for t in a.terms], "coefficients": [float(c) for c in a.coefficients],
+                              "criterion": float(a.criterion)} for a in self.alternatives],
         })
 
     @classmethod
@@ -187,6 +235,10 @@ class Model:
                            np.asarray(b["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
                        for b in d.get("bootstrap", [])],
             extrapolation={str(k): float(v) for k, v in (d.get("extrapolation") or {}).items()},
+            alternatives=[cls(list(d["param_names"]), [Term.from_list(t) for t in a["terms"]],
+                              np.asarray(a["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)),
+                              criterion=float(a["criterion"])) for a in d.get("alternatives") or []],
+            criterion=d.get("criterion", float("nan")),
             lead_share=d.get("lead_share", float("nan")), runner_up=d.get("runner_up", ""),
             runner_up_share=d.get("runner_up_share", float("nan")), processes=d.get("processes"),
             scatter=d.get("scatter", float("nan")), scatter_relative=d.get("scatter_relative", True),
@@ -194,7 +246,7 @@ class Model:
         )
 
 
-_STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share", "scatter")
+_STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share", "scatter", "criterion")
 
 
 def _strict(value: Any) -> Any:

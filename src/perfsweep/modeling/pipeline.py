@@ -278,7 +278,7 @@ def _fit_sets(x: np.ndarray, whole: list, varied: list[str], processes: str, few
         inv, inv_note, _ = inverse.get(id(row), (None, None, None))
         if inv is not None and (model is None or reciprocal_wins(model, inv)):
             inv.reciprocal = True
-            for b in inv.bootstrap:
+            for b in (*inv.bootstrap, *inv.alternatives):
                 b.reciprocal = True
             inv.values = np.nanmean(y, axis=1)
             fill_statistics(inv, inv.values, inv.predict(x))

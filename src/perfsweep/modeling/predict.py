@@ -77,7 +77,8 @@ def _check_model(model: Model, where: str) -> None:
     names = model.param_names
     if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise PredictError(f"{where}.param_names: {names!r} is not a list of distinct parameter names")
-    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap))]:
+    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
+                     *((f".alternatives[{b}]", alt) for b, alt in enumerate(model.alternatives))]:
         for t, term in enumerate(m.terms):
             for f, factor in enumerate(term.factors):
                 field = f"{where}{label}.terms[{t}][{f}]"
@@ -146,8 +147,9 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
 
 def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: float = 0.9,
              kind: MetricKind | None = None) -> list[str]:
-    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %)``, in the unit
-    of the metric's ``kind`` (its declaration in models.json; None: guessed from the name)."""
+    """One line per row of ``predict``: ``n = 4000, p = 4: t = 12.3 s [11.1, 13.9] (90 %, 23 % wide)``
+    (the interval's width over the value), in the unit of the metric's ``kind`` (its declaration in
+    models.json; None: guessed from the name)."""
     symbol = "t" if metric == "time" else metric
     unit = (kind or kind_of(metric)).suffix()
     lines = []
@@ -155,14 +157,15 @@ def describe(model: Model, table: pd.DataFrame, metric: str = "time", level: flo
         where = ", ".join(f"{p} = {row[p]:g}" for p in model.param_names)
         text = f"{where}: {symbol} = {row['predicted']:.4g}{unit}"
         if "low" in row:
-            text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %)"
+            width = (row["high"] - row["low"]) / abs(row["predicted"]) if row["predicted"] else float("nan")
+            text += f" [{row['low']:.4g}, {row['high']:.4g}] ({100 * level:g} %, {100 * width:.0f} % wide)"
         lines.append(text)
     return lines
 
 
 def form_note(model: Model) -> str:
     """How sure the model's form is: the share of the resamples whose model agrees with its lead order
-    (modeling.compare) and the most frequent other lead."""
+    (modeling.lead_orders) and the most frequent other lead."""
     if not model.bootstrap:
         return f"lead {model.lead()} (no resamples: fitted without repetitions)"
     text = f"lead order agreed by {model.lead_share:.0%} of {len(model.bootstrap)} resamples: {model.lead()}"

@@ -5,7 +5,7 @@ its prediction against the measured median, its interval, and whether the interv
     from perfsweep.modeling import validation
     fitted, checks = validation.split(aggregate)            # the aggregate's validation column
     at = validation.evaluate(model, checks_of_the_metric, ["n", "m"], level=0.9)
-    validation.summary(at)   # {"validation_points": 2, "validation_median_error": 0.07, "validation_coverage": 0.5}
+    validation.summary(at)   # {"validation_points": 2, "validation_median_error": 0.07, "validation_coverage": 0.5, "validation_width": 0.3}
     validation.entries(at, ["n", "m"])                      # models.json's "validation" list
     validation.describe(entries, "time", 0.9)               # perfsweep predict's lines
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-SUMMARY_COLUMNS = ["validation_points", "validation_median_error", "validation_coverage"]
+SUMMARY_COLUMNS = ["validation_points", "validation_median_error", "validation_coverage", "validation_width"]
 
 
 def is_validation(table: pd.DataFrame) -> np.ndarray:
@@ -58,13 +58,22 @@ def evaluate(model, points: pd.DataFrame, varied: list[str], level: float) -> pd
 
 def summary(evaluated: pd.DataFrame) -> dict[str, Any]:
     """The models table's columns: how many points, the median relative error |pred - meas| / meas,
-    and the share of points the interval covered (NaN without points, or without intervals)."""
+    the share of points the interval covered and the intervals' median width (high - low over the
+    prediction: how wide a coverage was bought; NaN without points, or without intervals)."""
     n = len(evaluated)
     errors = np.abs(evaluated["rel_error"].to_numpy(float)) if n else np.empty(0)
     has_interval = n and np.isfinite(evaluated["low"].to_numpy(float)).any()
     return {"validation_points": n,
             "validation_median_error": float(np.median(errors)) if n else math.nan,
-            "validation_coverage": float(evaluated["covered"].mean()) if has_interval else math.nan}
+            "validation_coverage": float(evaluated["covered"].mean()) if has_interval else math.nan,
+            "validation_width": float(np.nanmedian(_width(evaluated))) if has_interval else math.nan}
+
+
+def _width(evaluated: pd.DataFrame) -> np.ndarray:
+    """Per point the interval's width relative to the prediction (high - low) / |predicted|."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ((evaluated["high"].to_numpy(float) - evaluated["low"].to_numpy(float))
+                / np.abs(evaluated["predicted"].to_numpy(float)))
 
 
 def prediction_rows(evaluated: pd.DataFrame, study: str, region: str, metric: str) -> pd.DataFrame:

@@ -40,4 +40,5 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
         if r["model"] and r["validation_points"] > 0:
             print(f"perfsweep: study {study}: at {r['validation_points']:.0f} validation point(s) a median error of "
                   f"{100 * r['validation_median_error']:.1f} %, {100 * r['validation_coverage']:.0f} % covered by the "
-                  "90 % interval", flush=True)
+                  f"90 % interval (median width {100 * r.get('validation_width', float('nan')):.0f} % of the value)",
+                  flush=True)

@@ -1,7 +1,7 @@
 """Stage models_summary: the run-time models of all studies in the shape of seed 001's Tables 2 (two
 varied parameters) and 3 (three): model, fixed parameters, formula, adjusted R^2, and how the model
 predicted the study's validation points (their number, the median relative error, the share its 90 %
-interval covered)."""
+interval covered, and the intervals' median width over the prediction)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def run(models: list[PathLike], summary: PathLike) -> None:
     main = allm[(allm["region"] == "all") & (allm["metric"] == "time")].copy()
     main["parameters"] = main["varied"].str.count(",") + 1
     checks = {"validation_points": "validation points", "validation_median_error": "validation median error",
-              "validation_coverage": "validation coverage"}  # models.csv of a study without them: empty
+              "validation_coverage": "validation coverage", "validation_width": "interval width"}  # models.csv of a study without them: empty
     main = main.reindex(columns=[*main.columns, *(c for c in ("lead_share", "runner_up", *checks) if c not in main)])
     table = main.rename(columns={"model_name": "Model", "fixed": "Fixed parameters", "model": "Formula",
                                  "adj_r2": "adj. R^2", "lead_share": "lead share", "runner_up": "runner-up", **checks})[

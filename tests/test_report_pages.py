@@ -98,7 +98,8 @@ def test_report_in_chromium_every_figure_and_table_loads(sweep):
     expected = {}
     for study in ("nm", "np"):
         t = sweep / "tables" / study
-        expected[f"{study}/variability.html"] = [1, len(pd.read_csv(t / "variability.csv"))]
+        expected[f"{study}/variability.html"] = [1, len(pd.read_csv(t / "variability.csv")),  # and the runs
+                                                 len(pd.read_csv(t / "run_order.csv"))]  # in their order
         expected[f"{study}/measurements.html"] = [len(pd.read_csv(t / "medians.csv"))]
         expected[f"{study}/models.html"] = [len(pd.read_csv(sweep / "models" / study / "models.csv")),  # and the
                                             len(pd.read_csv(sweep / "models" / study / "validation.csv"))]  # points

@@ -10,11 +10,12 @@ import sys
 import numpy as np
 import pytest
 
+from perfsweep.atomic import write_json_atomic
 from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.sweep import adapt, estimate, plan
-from perfsweep.sweep.record import OTHER_LAUNCH, RUN_SCHEMA, write_json_atomic
+from perfsweep.sweep.record import OTHER_LAUNCH, RUN_SCHEMA
 from perfsweep.sweep.spec import RunSpec
 
 PERFSWEEP = [str(__import__("pathlib").Path(sys.executable).with_name("perfsweep"))]

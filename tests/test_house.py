@@ -168,7 +168,7 @@ def test_nothing_below_the_front_end_imports_it():
 # to the layer of its longest matching prefix; the package's __init__ files that hold only a docstring
 # belong to the base.
 LAYERS = (
-    ("base", ("perfsweep", "layout", "errors", "values", "stats", "tidy")),
+    ("base", ("perfsweep", "atomic", "layout", "errors", "values", "stats", "tidy")),
     ("run", ("apps", "cube", "cluster", "runner", "sweep", "sweep.spec", "sweep.record", "sweep.recover",
              "sweep.run", "sweep.designs", "sweep.plan", "sweep.order", "sweep.host")),
     ("config", ("config", "config_fields", "config_doc")),

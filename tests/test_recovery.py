@@ -11,9 +11,10 @@ import time
 import pytest
 
 from perfsweep import layout
+from perfsweep.atomic import write_json_atomic
 from perfsweep.errors import DamagedRecord
 from perfsweep.sweep import recover
-from perfsweep.sweep.record import OTHER_LAUNCH, check_record, path_fields, set_aside, write_json_atomic
+from perfsweep.sweep.record import OTHER_LAUNCH, check_record, path_fields, set_aside
 
 REC = {"schema": "perfsweep.run/1", "run_id": "s/n=2_m=0.5/rep1", "study": "s", "config_id": "n=2_m=0.5",
        "repetition": 1, "parameters": {"n": 2.0, "m": 0.5, "p": 1}, "status": "ok", "error": None, "time": 0.5}

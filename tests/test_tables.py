@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from perfsweep import tables
-from perfsweep.sweep.record import write_json_atomic
+from perfsweep.atomic import write_json_atomic
 
 
 def record(cid, n, rep, time, status="ok", ranks=None):

@@ -32,7 +32,7 @@ POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state 
 ORDER_FILE = "order.json"  # each run's place in its round's random order (perfsweep.sweep.order)
 _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
-LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.sweep.record.atomic_file's temporary file of a record (or its copy)
+LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.atomic.atomic_file's temporary file of a record (or its copy)
 
 Results = PathLike  # a results directory
 

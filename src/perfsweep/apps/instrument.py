@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from perfsweep.apps.registry import MEASURED_PHASES
-from perfsweep.sweep.record import write_json_atomic
+from perfsweep.atomic import write_json_atomic
 
 PHASES = MEASURED_PHASES  # the phase kinds (one list: apps.registry)
 APP_REPORT_SCHEMA = "perfsweep.app-report/1"

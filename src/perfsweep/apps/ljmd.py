@@ -65,8 +65,8 @@ import numpy as np
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import LJMD_STARTS as STARTS
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.atomic import atomic_file
 from perfsweep.errors import ParamError
-from perfsweep.sweep.record import atomic_file
 
 SITE_EDGE = 0.1  # edge of the site polygon in sigma (ms2's 0.1 Angstrom is ~0.03 sigma; 0.1 is visible)
 SKIN = 0.3  # Verlet-list skin in sigma: neighbour lists are rebuilt only when a molecule moved skin/2

@@ -27,7 +27,7 @@ import numpy as np
 
 from perfsweep.apps.instrument import RankTimer, cache_dir, write_app_report
 from perfsweep.apps.registry import PROCESS_COUNT
-from perfsweep.sweep.record import atomic_file
+from perfsweep.atomic import atomic_file
 
 MAGIC = b"PSTRJ001"
 HEADER = len(MAGIC) + 8  # magic, atoms (int32), frames (int32)

@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep import __version__, layout
+from perfsweep.atomic import write_json_atomic
 from perfsweep.cluster.launch import resolve
-from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, write_json_atomic
+from perfsweep.sweep.record import RUN_SCHEMA, archive_copy
 from perfsweep.sweep.recover import hold_lock, release_lock
 
 SLURM_LOGS = Path(".snakemake") / "slurm_logs"

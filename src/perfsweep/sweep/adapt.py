@@ -11,12 +11,13 @@ from dataclasses import replace
 import numpy as np
 
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.atomic import write_json_atomic
 from perfsweep.errors import ModelingError
 from perfsweep.modeling.fit import fit_model
 from perfsweep.modeling.pipeline import fit_options
 from perfsweep.stats import core_seconds, ok_times
 from perfsweep.sweep.plan import points_path, read_points
-from perfsweep.sweep.record import study_records, write_json_atomic
+from perfsweep.sweep.record import study_records
 
 
 def next_round(sweep, results_dir) -> bool:

@@ -27,8 +27,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
+from perfsweep.atomic import atomic_file
 from perfsweep.layout import ORDER_FILE, parse_record, plan_file
-from perfsweep.sweep.record import atomic_file
 
 Run = tuple[str, str, int]  # (study, config id, repetition)
 

@@ -41,12 +41,11 @@ import datetime as _dt
 import json
 import math
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import Any
 
 from perfsweep import layout
+from perfsweep.atomic import write_json_atomic
 from perfsweep.errors import DamagedRecord
 from perfsweep.values import format_value
 
@@ -55,34 +54,6 @@ RUN_SCHEMA = "perfsweep.run/1"
 # them as still to run, the workflow sets them aside and measures them again (perfsweep.sweep.recover)
 OTHER_LAUNCH = ("of another launch (app, args, launcher or output patterns since "
                 "changed, or timed out under a shorter timeout, or failed with fewer attempts than retries now allows)")
-
-
-@contextmanager
-def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """A temporary file beside ``path`` to write to; on leaving it is synced and renamed to ``path``, so
-    that readers see either nothing or the whole file. On an error it is removed and ``path`` stays."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
-def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON so that readers see either nothing or the whole file (atomic_file)."""
-    with atomic_file(path, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=False)
-        fh.write("\n")
 
 
 def read_record(path: str | os.PathLike[str]) -> dict[str, Any]:

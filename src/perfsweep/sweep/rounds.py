@@ -29,11 +29,12 @@ import math
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from perfsweep.atomic import write_json_atomic
 from perfsweep.layout import REPETITIONS_FILE, plan_file
 from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
 from perfsweep.sweep.adapt import next_round
 from perfsweep.sweep.plan import add_planned_points, planned_repetitions
-from perfsweep.sweep.record import study_records, write_json_atomic
+from perfsweep.sweep.record import study_records
 
 MAX_ROUNDS = 8
 

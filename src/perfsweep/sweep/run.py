@@ -36,13 +36,14 @@ from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.atomic import atomic_file, write_json_atomic
 from perfsweep.cluster.ended import record_ended_runs
 from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
 from perfsweep.layout import record_lock
-from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, atomic_file, check_record, is_time, write_json_atomic
 from perfsweep.sweep.host import HostWatch, rank_load, ranks_cpu_here
 from perfsweep.sweep.order import lookup as order_of
+from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, check_record, is_time
 from perfsweep.sweep.recover import hold_lock, release_lock
 from perfsweep.sweep.spec import READ_WITH, RunSpec
 

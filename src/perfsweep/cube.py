@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from perfsweep.errors import ExtrapFormatError
-from perfsweep.tidy import COLUMNS, PathLike
+from perfsweep.tidy import COLUMNS
+from perfsweep.values import PathLike
 
 
 def _callpaths(roots) -> dict[int, str]:

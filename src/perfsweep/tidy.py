@@ -1,6 +1,4 @@
 """The tidy frame every reader of measurements returns (perfsweep.modeling.extrap_io, perfsweep.cube): one row
 per point, region, metric and repetition, the parameters in columns of their own before COLUMNS."""
 
-from perfsweep.values import PathLike  # noqa: F401 (the readers take their paths as this)
-
 COLUMNS = ["region", "metric", "repetition", "value"]

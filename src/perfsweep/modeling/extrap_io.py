@@ -40,7 +40,8 @@ import pandas as pd
 
 from perfsweep.errors import ExtrapFormatError
 from perfsweep.cube import read_cube_dir
-from perfsweep.tidy import COLUMNS, PathLike
+from perfsweep.tidy import COLUMNS
+from perfsweep.values import PathLike
 
 
 def _number(value: Any, where: str, what: str = "value") -> float:

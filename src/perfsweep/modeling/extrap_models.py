@@ -22,7 +22,7 @@ import pandas as pd
 from perfsweep.errors import ModelingError, UserError
 from perfsweep.modeling.extrap_io import read_extrap
 from perfsweep.modeling.fit import FitOptions, fit_models
-from perfsweep.tidy import PathLike
+from perfsweep.values import PathLike
 
 
 def fit_extrap(path: PathLike, options: FitOptions | None = None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:

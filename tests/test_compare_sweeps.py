@@ -125,8 +125,8 @@ def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
     if whole["mde"] < 0.2:
         assert whole["verdict"] == "regression" and code == 1, whole
     else:
-        data = json.loads(compare(a, b, "--format", "json").stdout)
-        assert "T_n/all/time" in data["unresolved"] and code == 0
+        data = json.loads(compare(a, b, "--format", "json").stdout)  # (another row may still be caught: exit 1)
+        assert "T_n/all/time" in data["unresolved"], data["unresolved"]
     assert table["setup", "time"]["verdict"] != "improvement"
     text = compare(a, b).stdout
     assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]

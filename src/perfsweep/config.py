@@ -20,15 +20,16 @@ import itertools
 import math
 import re
 from importlib import resources
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable
 
 import jsonschema
 import yaml
 
+from perfsweep import layout
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, ParamSpec
-from perfsweep.config_fields import DEFAULT_SPEC, app_parameters, check_template, check_value, safe_name
+from perfsweep.config_fields import DEFAULT_SPEC, app_parameters, check_args, check_template, check_value, safe_name
 from perfsweep.errors import ConfigError, DuplicateKey
 from perfsweep.sweep.designs import Design, design_configurations, max_size, parse_design
 from perfsweep.values import Configuration, format_value
@@ -60,6 +61,7 @@ class Study:
     # (validation_repetitions), never part of the design, its rounds or a fit
     validation: tuple[Configuration, ...] = ()
     validation_repetitions: int = 0
+    variant: str | None = None  # paired measurement (config key variants:): the name is <study>@<variant>
 
     @property
     def varied(self) -> list[str]:
@@ -107,6 +109,7 @@ class SweepConfig:
     exclusive: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     seed: int = 1  # of the run order within each repetition round (perfsweep.sweep.order)
+    variants: tuple[str, ...] = ()  # paired measurement: every study measured once per variant
     disturbed: float = 0.25  # variability.disturbed: others' busy share that flags a run
 
     def study(self, name: str) -> Study:
@@ -174,6 +177,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
     _check_paths(source, data)
     studies = [_study(source, sname, sdef, data, (app, parameters, specs))
                for sname, sdef in data["studies"].items()]
+    studies = _variant_studies(source, data.get("variants") or {}, studies)
     _check_launcher(source, data["launcher"], parameters, studies, procs)
     _check_modeling(source, data["modeling"], sorted({*parameters, *(n for st in studies for n in st.vary)}))
     threads = data["cluster"]["cpus_per_task"]
@@ -198,6 +202,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         bundle=data["bundle"],
         exclusive=bool(data["exclusive"]),
         seed=int(data["seed"]),
+        variants=tuple(data.get("variants") or ()),
         disturbed=float(var["disturbed"]),
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
     )
@@ -260,6 +265,39 @@ def _study(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any], 
         validation=validation,
         validation_repetitions=k_validation,
     )
+
+
+def _variant_studies(source: str, variants: dict[str, dict[str, Any]], studies: list[Study]) -> list[Study]:
+    """Paired measurement (config key ``variants:``): every study once per variant, named
+    ``<study>@<variant>`` (layout.variant_study), its app changed as the variant says (``args`` merged
+    into a built-in app's args, ``command`` replacing your own app's command)."""
+    out = []
+    for vname, change in variants.items():
+        if not safe_name(vname):
+            raise ConfigError(source, f"variants.{vname}", f"variant name {vname!r} may only use letters, digits, '-' and '_'")
+    for study in studies:
+        if variants and study.design.kind == "adaptive":  # its rounds would add other points to each variant
+            raise ConfigError(source, f"studies.{study.name}.design", "adaptive designs cannot be measured with "
+                              "variants: (each variant would get points of its own); use a full or sparse design")
+        for vname, change in variants.items():
+            app = _copy(study.app)
+            if "command" in change and "name" in app:
+                raise ConfigError(source, f"variants.{vname}.command", f"study {study.name} runs the built-in app "
+                                  f"{app['name']!r}: give its variant's options as args, not a command")
+            if "args" in change and "name" not in app:
+                raise ConfigError(source, f"variants.{vname}.args", f"study {study.name} runs your own app (command): "
+                                  "give its variant as command, not args")
+            if "args" in change:
+                check_args(source, f"variants.{vname}.args", {"name": app["name"], "args": change["args"]})
+                app["args"] = {**app.get("args", {}), **change["args"]}
+            if "command" in change:
+                check_template(source, f"variants.{vname}.command", change["command"],
+                               [*study.fixed, *study.vary, "launcher"])
+                app["command"] = change["command"]
+            name = layout.variant_study(study.name, vname)
+            validation = tuple(replace(c, study=name) for c in study.validation)
+            out.append(replace(study, name=name, app=app, variant=vname, validation=validation))
+    return out if variants else studies
 
 
 def _check_grid(source: str, base: str, sdef: dict[str, Any], params: dict[str, Any],

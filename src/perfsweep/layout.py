@@ -10,6 +10,7 @@ rules' wildcards (``"{study}"``) pass through and a path is the same text wherev
       bundles/<study>/<config>.txt               with bundle: repetitions, the bundle job's manifest
       plan/<study>/points.json, repetitions.json state of adaptive rounds (perfsweep.sweep.plan)
       plan/<study>/order.json                    the runs' random order in each round (perfsweep.sweep.order)
+      plan/variants.json                         with variants (paired measurement): their names, in order
       quarantine/<time>/..., superseded/<time>/...   damaged records, records of another launch
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
@@ -35,6 +36,30 @@ _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
 LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.atomic.atomic_file's temporary file of a record (or its copy)
 
 Results = PathLike  # a results directory
+
+
+# ---- paired measurement: a variant's study is <study>@<variant> (config key variants:)
+
+VARIANT_SEP = "@"
+
+
+VARIANTS_FILE = "variants.json"  # <results>/plan/variants.json: the config's variants, in its order
+
+
+def variants_file(results: Results) -> Path:
+    """Where a results tree names its variants (perfsweep.sweep.order.write_variants), in the config's order."""
+    return Path(results) / PLAN / VARIANTS_FILE
+
+
+def variant_study(study: str, variant: str) -> str:
+    """The name of ``study``'s study for ``variant``: its records, tables and models live under it."""
+    return f"{study}{VARIANT_SEP}{variant}"
+
+
+def split_variant(study: str) -> tuple[str, str | None]:
+    """(the config's study, the variant) of a study name; (name, None) for a study without variants."""
+    base, sep, variant = study.partition(VARIANT_SEP)
+    return (base, variant) if sep else (study, None)
 
 
 # ---- run records and what belongs to them

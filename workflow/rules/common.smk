@@ -13,7 +13,7 @@ from perfsweep.errors import ConfigError, UserError
 from perfsweep.sweep import recover
 from perfsweep.sweep.plan import add_planned_points, measured_repetitions
 from perfsweep.report import zip_report_requested, zip_report_unready
-from perfsweep.sweep.order import nice_values, priorities, run_order, write_orders
+from perfsweep.sweep.order import nice_values, priorities, run_order, write_orders, write_variants
 from perfsweep.sweep.spec import RunSpec
 
 # Every rule runs in envs/perfsweep.yaml under --sdm conda (MPI from conda-forge), else in the Python that
@@ -262,6 +262,7 @@ if workflow.is_main_process:
                      bundles=SWEEP.bundle == "repetitions", launched=record_launched)
     if not recover.dry_run_requested(sys.argv[1:]):
         write_orders(R, record_orders())  # before any run starts: the runner records its place
+        write_variants(R, SWEEP.variants)  # paired measurement: perfsweep compare reads the variants' order
 
 
 # ---- the report's extra content (report.smk): what `all` asks of it

@@ -4,6 +4,8 @@
     perfsweep compare base1/results base2/results base3/results new/results   # judged against 3 baselines' spread
     perfsweep compare A B --threshold 5% --min-share 0.02 --format md --html compare.html
     perfsweep compare A B --at n=8000,p=64 --param-map procs=p     # extrapolated; A's procs is B's p
+    perfsweep compare results                                       # a paired measurement (variants:): its two variants
+    perfsweep compare results --variants base,new                   # ... two of its variants
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 
 from perfsweep.cli.arguments import level
 from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
-from perfsweep.compare.load import load_side
+from perfsweep.compare.load import load_paired, load_side
 from perfsweep.compare.page import write_html
 from perfsweep.compare.render import render
 from perfsweep.compare.setting import differences
@@ -22,19 +24,29 @@ from perfsweep.errors import CompareError, UserError
 
 
 def _compare(args: argparse.Namespace) -> int:
-    if len(args.sides) < 2:
-        raise CompareError("compare: give at least two sweeps, BASE NEW (or BASE1 BASE2 ... NEW: several baselines)")
+    pick = [v.strip() for v in args.variants.split(",")] if args.variants else []
+    if pick and len(args.sides) > 1:
+        raise CompareError("compare: --variants picks two variants of one results tree: give that one tree only")
     threshold = parse_threshold(args.threshold)
     param_map = parse_param_map(args.param_map)
     at = parse_at(args.at)
     if args.absolute:
         print("perfsweep: compare: --absolute is deprecated and does nothing: every row is judged on its own ratio "
               "B/A (there is no common shift any more)", file=sys.stderr)
-    *bases, new = [load_side(path) for path in args.sides]
+    if len(args.sides) == 1:  # a paired measurement: its variants A and B
+        bases, new = load_paired(args.sides[0], pick)
+        bases = [bases]
+        changed = differences(args.sides[0], args.sides[0], (bases[0].variant, new.variant))
+        if other := [d for d in changed if ": app command of " not in d]:
+            raise CompareError(f"{args.sides[0]}: paired measurement: the variants' runs differ in more than the app "
+                               f"({other[0]}): they were not measured together")
+    else:
+        *bases, new = [load_side(path) for path in args.sides]
+        changed = differences(args.sides[-2], args.sides[-1])
     result = compare(bases[-1], new, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
                      alpha=args.alpha, level=args.level, history=bases[:-1],
                      fail_on_inconclusive=args.fail_on_inconclusive)
-    result.differences = differences(args.sides[-2], args.sides[-1])
+    result.differences = changed
     sys.stdout.write(render(result, args.format))
     code = result.exit_code()
     if args.html:
@@ -55,7 +67,10 @@ def register(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sides", nargs="+", metavar="SWEEP",
                    help="BASE [BASE ...] NEW: the baseline sweeps (oldest first; the last is A, the latest) and the "
-                        "new sweep (B), each a results directory, a models.json, or an Extra-P input / CUBE directory")
+                        "new sweep (B), each a results directory, a models.json, or an Extra-P input / CUBE directory; "
+                        "or one results tree of a paired measurement (config key variants:): its variants A and B")
+    p.add_argument("--variants", metavar="A,B", default=None,
+                   help="of a paired measurement's results tree: the variants to compare (default: the config's first two)")
     p.add_argument("--threshold", default=f"{THRESHOLD:.0%}",
                    help="smallest change that counts, e.g. 5%% or 0.05 (default %(default)s)")
     p.add_argument("--at", default=None, help="target configuration NAME=V,... (B's names; default: per study "

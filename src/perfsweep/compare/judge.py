@@ -22,6 +22,9 @@ the verdicts, as a performance-regression gate.
   Satterthwaite's degrees of freedom, never fewer than k - 1 (k - 1 where the between-sweep spread is
   the whole variance, more where the sweeps' own resamples, known from many resamples, dominate).
   With one baseline the between-sweep variance is unknown, and the summary says so.
+- **paired** (``load.load_paired``: two variants of one sweep, config key ``variants:``): the variants ran
+  back to back in every round, so the host's drift falls on both alike; each row's interval is that of
+  the paired resamples' ratios (statistics.paired_resamples), and the summary says so.
 - **verdict**: the two one-sided tests of "the change is beyond the threshold" (above 1 + threshold for
   a regression, below 1 / (1 + threshold) for an improvement; directions swapped where more is better,
   :func:`direction`) give a p-value; every gating test (the rows whose share of the total at the target
@@ -138,6 +141,7 @@ class CompareResult:
     baselines: list[str] = field(default_factory=list)  # every baseline's path, A (the latest) last
     fail_on_inconclusive: bool = False
     differences: list[str] = field(default_factory=list)  # how A's and B's runs differ (compare.setting)
+    paired: bool = False  # A and B are variants of one sweep, measured together (load.load_paired)
 
     def exit_code(self) -> int:
         if any(r.gates() for r in self.rows):
@@ -166,6 +170,9 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
     ``history``: earlier baseline sweeps of the same config (``a`` is the latest), judged together."""
     param_map = dict(param_map or {})
     at = dict(at or {})
+    paired = a.variant is not None and b.variant is not None
+    if paired and history:
+        raise CompareError(f"{a.path}: a paired measurement's variants are judged by themselves, without earlier baselines")
     one_sided: list[tuple[str, str, str]] = []
     studies_a, studies_b = dict(a.studies), dict(b.studies)
     if len(studies_a) == 1 and len(studies_b) == 1 and set(studies_a) != set(studies_b) and \
@@ -211,7 +218,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
             continue
         target = _target(ea, eb, names_b, order, at, study)
         totals = (_totals(ea, target, order), _totals(eb, target, None))
-        study_rows = [_row(study, key, ea[key], eb[key], names_b, order, target, totals, threshold, level)
+        study_rows = [_row(study, key, ea[key], eb[key], names_b, order, target, totals, threshold, level, paired)
                       for key in keys]
         for row in study_rows:
             _history(row, [h.studies.get(study, {}).get((row.region, row.metric)) for h in history], level)
@@ -226,7 +233,7 @@ def compare(a: Side, b: Side, threshold: float = THRESHOLD, at: dict[str, float]
     _decide(rows, threshold, alpha)
     rows.sort(key=lambda r: (not r.gated, -abs(r.impact) if math.isfinite(r.impact) else 0.0))
     return CompareResult(a.path, b.path, rows, one_sided, threshold, alpha, level, min_share, param_map,
-                         [h.path for h in history] + [a.path], fail_on_inconclusive)
+                         [h.path for h in history] + [a.path], fail_on_inconclusive, paired=paired)
 
 
 def _target(ea: dict, eb: dict, names: list[str], order: list[int], at: dict[str, float], study: str) -> np.ndarray:
@@ -271,14 +278,18 @@ def _totals(entries: dict, target: np.ndarray, order: list[int] | None) -> dict[
 
 
 def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str], order: list[int],
-         target: np.ndarray, totals: tuple[dict, dict], threshold: float, level: float) -> Row:
-    """The row of one region and metric: its statistics (statistics.STATISTICS) of the pair at the target."""
+         target: np.ndarray, totals: tuple[dict, dict], threshold: float, level: float, paired: bool = False) -> Row:
+    """The row of one region and metric: its statistics (statistics.STATISTICS) of the pair at the target;
+    ``paired``: the two variants of one sweep, whose resamples pair by draw."""
     region, metric = key
     xa = target[np.argsort(order)]  # the target in A's parameter order
+    if paired:
+        ra, rb = statistics.paired_resamples(ea.model, eb.model, xa, target)
+    else:
+        ra, rb = statistics.resampled(ea.model, xa), statistics.resampled(eb.model, target)
     pair = statistics.Pair(study, region, metric, ea, eb, list(names), list(order), target,
-                           statistics.predict_at(ea.model, xa), statistics.predict_at(eb.model, target),
-                           statistics.resampled(ea.model, xa), statistics.resampled(eb.model, target),
-                           totals[0].get(metric, math.nan), totals[1].get(metric, math.nan), level, threshold)
+                           statistics.predict_at(ea.model, xa), statistics.predict_at(eb.model, target), ra, rb,
+                           totals[0].get(metric, math.nan), totals[1].get(metric, math.nan), level, threshold, paired)
     columns = statistics.measure(pair)
     notes = columns.pop("notes")
     taken = sorted(set(columns) & _NOT_STATISTICS)

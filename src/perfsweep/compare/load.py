@@ -14,6 +14,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,7 @@ class Entry:
     medians: np.ndarray  # ... and their medians (or the model's means where no aggregate is at hand)
     source: str  # the file it came from
     kind: MetricKind | None = None  # unit and direction as models.json declares them (None: guessed, kind())
+    counts: tuple[int, ...] = ()  # per point the repetitions measured (the aggregate's n_ok; () not known)
 
     def kind_of(self, metric: str) -> MetricKind:
         """The metric's unit and which way is better: declared in models.json, else guessed from the name."""
@@ -67,6 +69,57 @@ class Side:
     studies: dict[str, dict[tuple[str, str], Entry]]
     params: dict[str, list[str]]  # per study its varied parameters
     files: dict[str, str]  # per study the file it was read from
+    variant: str | None = None  # paired measurement: the variant this side is (load_paired)
+
+
+def load_paired(path: str | os.PathLike[str], pick: Sequence[str] = ()) -> tuple[Side, Side]:
+    """The two variants of a paired measurement's results tree (config key ``variants:``; studies
+    ``<study>@<variant>``) as A and B: ``pick`` (two variant names), else the config's first two
+    (``plan/variants.json``). Both must have measured the same configurations the same number of times
+    (their resamples are then paired by round: statistics.paired_resamples)."""
+    root = Path(path)
+    whole = load_side(root)
+    found = _variants(root, whole)
+    if not found:
+        raise CompareError(f"{root}: no variants to pair (a results tree of a config with variants:, paired "
+                           "measurement); to compare two sweeps give both: perfsweep compare BASE NEW")
+    names = list(pick) or found[:2]
+    if len(names) != 2 or names[0] == names[1]:
+        raise CompareError(f"--variants {','.join(names)}: give two different variants A,B (known: {', '.join(found)})")
+    if len(found) < 2 or any(v not in found for v in names):
+        raise CompareError(f"{root}: variant {next((v for v in names if v not in found), found[0])!r} has no models "
+                           f"(variants with models: {', '.join(found)})")
+    a, b = (_variant_side(whole, v) for v in names)
+    for study in [s for s in a.studies if s in b.studies]:
+        for key in [k for k in a.studies[study] if k in b.studies[study]]:
+            ea, eb = a.studies[study][key], b.studies[study][key]
+            if ea.points.shape != eb.points.shape or not np.allclose(ea.points, eb.points) or ea.counts != eb.counts:
+                raise CompareError(f"{eb.source}: study {study}: variants {names[0]} and {names[1]} measured other "
+                                   f"configurations or repetitions ({'/'.join(key)}: {len(ea.points)} and "
+                                   f"{len(eb.points)} points, {sum(ea.counts)} and {sum(eb.counts)} runs): paired "
+                                   "measurement compares the same rounds; run the sweep to its end (perfsweep run)")
+    return a, b
+
+
+def _variants(root: Path, side: Side) -> list[str]:
+    """The variants of a results tree with models: in the config's order (plan/variants.json), else by name."""
+    have = {layout.split_variant(s)[1] for s in side.studies} - {None}
+    try:
+        listed = json.loads(layout.variants_file(root).read_text()).get("variants", [])
+    except (OSError, ValueError, AttributeError):
+        listed = []
+    return [v for v in listed if v in have] + sorted(have - set(listed))
+
+
+def _variant_side(whole: Side, variant: str) -> Side:
+    """The studies of one variant, under the config's study names."""
+    side = Side(f"{whole.path} ({variant})", {}, {}, {}, variant)
+    for name in whole.studies:
+        study, v = layout.split_variant(name)
+        if v == variant:
+            side.studies[study], side.params[study], side.files[study] = (whole.studies[name], whole.params[name],
+                                                                          whole.files[name])
+    return side
 
 
 def load_side(path: str | os.PathLike[str]) -> Side:
@@ -131,14 +184,17 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
                                f"from the study's other models ({', '.join(names)})")
         side.files[name] = str(file)
         points, values = np.asarray(model.points, float), np.asarray(model.values, float)
+        counts: tuple[int, ...] = ()
         if medians is not None and (region, metric) in medians:
             table = medians[region, metric]
             if all(p in table for p in names):
                 points, values = _numbers(table, names, aggregate), _numbers(table, ["median"], aggregate)[:, 0]
+                if "n_ok" in table:
+                    counts = tuple(int(c) for c in _numbers(table, ["n_ok"], aggregate)[:, 0])
         if not values.size:
             points = np.empty((0, len(names)))
         side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
-                                                                    values, str(file), kind_of(metric, row=e))
+                                                                    values, str(file), kind_of(metric, row=e), counts)
 
 
 def _entry_model(e: dict, file: Path, terms: dict) -> Model:
@@ -154,7 +210,7 @@ def _entry_model(e: dict, file: Path, terms: dict) -> Model:
         return terms[key]
 
     model.bootstrap = [Model(model.param_names, [term(t) for t in b["terms"]], np.asarray(b["coefficients"], dtype=float),
-                             reciprocal=model.reciprocal) for b in boots]
+                             reciprocal=model.reciprocal, draw=int(b.get("draw", -1))) for b in boots]
     _check_model(model, f"{file}: region {e['region']!r}, metric {e['metric']!r}: model")
     return model
 

@@ -53,7 +53,10 @@ def summary_lines(result: CompareResult) -> list[str]:
     lines += [f"# {len(result.rows)} rows ({gated} gating: share >= {result.min_share:.0%} of the total at the target); "
               f"threshold {result.threshold:.1%}, Holm-corrected at alpha {result.alpha:g} over every gating test "
               f"(ratios and scaling classes), {result.level:.0%} intervals of B/A"]
-    if k > 1:
+    if result.paired:
+        lines.append("# paired measurement: A and B are variants of one sweep, run back to back in every round: the "
+                     "host's drift falls on both alike, and each interval is of the paired ratios")
+    elif k > 1:
         lines.append(f"# {k} baselines ({', '.join(result.baselines)}): B is judged against their spread (a t "
                      "prediction interval: the between-sweep variance included); A is the latest")
     else:
@@ -91,7 +94,7 @@ def render(result: CompareResult, fmt: str = "text") -> str:
     """The table as text (terminal), md, csv or json."""
     if fmt == "json":
         return json.dumps({"schema_version": SCHEMA_VERSION, "a": result.a, "b": result.b,
-                           "baselines": result.baselines, "threshold": result.threshold, "alpha": result.alpha,
+                           "baselines": result.baselines, "paired": result.paired, "threshold": result.threshold, "alpha": result.alpha,
                            "power": 0.8, "level": result.level, "min_share": result.min_share,
                            "param_map": result.param_map, "correction": "holm over every gating test",
                            "fail_on_inconclusive": result.fail_on_inconclusive,

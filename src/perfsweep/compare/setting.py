@@ -21,18 +21,22 @@ MAX_LISTED = 12  # differences listed (then "... and N more")
 RUN_DIR = re.compile(r"perfsweep-run-[A-Za-z0-9_]+")  # a run's own temporary directory (its --report file)
 
 
-def setting(root: str | Path) -> dict[str, Any]:
+def setting(root: str | Path, variant: str | None = None) -> dict[str, Any]:
     """What a results tree's run records say about how its runs were set up: per field its set of values
     (``host``, ``cores``, ``nodes``, ``launcher``, ``mpi``, ``perfsweep_version``), per study its
-    parameters' values (``params``), and per (study, configuration) the app's command (``commands``)."""
+    parameters' values (``params``), and per (study, configuration) the app's command (``commands``);
+    ``variant``: the records of that variant's studies only, under the config's study names."""
     out: dict[str, Any] = {"fields": defaultdict(set), "params": defaultdict(lambda: defaultdict(set)),
                            "commands": {}}
     root = Path(root)
     if not (root.is_dir() and layout.runs_dir(root).is_dir()):
         return out
     for study_dir in sorted(p for p in layout.runs_dir(root).iterdir() if p.is_dir()):
-        study = study_dir.name
-        for path, config_id, _ in layout.study_record_paths(root, study):
+        study, of = layout.split_variant(study_dir.name)
+        if variant is not None and of != variant:
+            continue
+        study = study if variant is not None else study_dir.name
+        for path, config_id, _ in layout.study_record_paths(root, study_dir.name):
             try:
                 rec = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -62,10 +66,10 @@ def _mpi(mpi: Any) -> str | None:
     return str(mpi) if mpi else None
 
 
-def differences(a: str | Path, b: str | Path) -> list[str]:
+def differences(a: str | Path, b: str | Path, variants: tuple[str | None, str | None] = (None, None)) -> list[str]:
     """What differs between the runs of the results trees ``a`` and ``b``, one line each (empty: nothing
-    found to differ, or no records to compare)."""
-    sa, sb = setting(a), setting(b)
+    found to differ, or no records to compare); ``variants``: of a paired measurement, each side's."""
+    sa, sb = setting(a, variants[0]), setting(b, variants[1])
     out: list[str] = []
     for name in ("launcher", "mpi", "host", "cores", "nodes", "perfsweep_version"):
         va, vb = sa["fields"].get(name), sb["fields"].get(name)

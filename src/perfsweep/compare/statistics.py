@@ -19,6 +19,10 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   ([1.10, 1.80] where it is [1.21, 1.63] without), and the replicate pairs gave no false alarm
   either way. Using the stored resamples costs one evaluation per resample and keeps 1,000 call
   paths within seconds (bench/compare_scale.py); refitting both sweeps per resample would cost minutes.
+  **Paired** (the variants of one sweep, config key ``variants:``, measured back to back in every round):
+  the k-th resamples of both variants drew the same rounds (Model.draw; :func:`paired_resamples`), so
+  log B/A's variance is that of the resamples' log ratios, in which the host's drift, common to both
+  runs of a pair, cancels.
 - **share** (:func:`share`) of the row at the target: its larger prediction over the total time
   (region ``all``'s time where the side has it, else the sum of the regions' times; for a metric that
   is not a time, the total of that metric); **impact**: the change B - A over A's total, by which the
@@ -78,6 +82,7 @@ class Pair:
     total_b: float
     level: float  # of the intervals
     threshold: float  # smallest change that counts
+    paired: bool = False  # a paired measurement's variants: resampled_a[k] and resampled_b[k] the same rounds
 
 
 def predict_at(model: Model, x: np.ndarray, cache: dict | None = None) -> float:
@@ -99,6 +104,16 @@ def resampled(model: Model, x: np.ndarray) -> np.ndarray:
     return np.array([predict_at(b, x, cache) for b in model.bootstrap])
 
 
+def paired_resamples(a: Model, b: Model, xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A's and B's resampled models at the target, of the draws both kept, in draw order: a paired
+    measurement's k-th resamples drew the same rounds of both variants (Model.draw)."""
+    da, db = {m.draw: m for m in a.bootstrap if m.draw >= 0}, {m.draw: m for m in b.bootstrap if m.draw >= 0}
+    common = sorted(da.keys() & db.keys())
+    ca: dict = {}
+    cb: dict = {}
+    return (np.array([predict_at(da[k], xa, ca) for k in common]), np.array([predict_at(db[k], xb, cb) for k in common]))
+
+
 # --- the statistics ----------------------------------------------------------------------------------------------
 
 
@@ -109,9 +124,15 @@ def ratio(pair: Pair) -> dict[str, Any]:
     notes: list[str] = []
     value = pb / pa if pa != 0 else math.nan
     se = math.nan
-    if pa > 0 and pb > 0 and len(ra) > 1 and len(rb) > 1 and np.all(ra > 0) and np.all(rb > 0):
+    if pair.paired and pa > 0 and pb > 0 and len(ra) > 1 and len(ra) == len(rb) and np.all(ra > 0) and np.all(rb > 0):
+        se = float(np.std(np.log(rb / ra), ddof=1))  # the same rounds: the host's drift cancels
+        notes.append(f"paired: {len(ra)} resamples of the same rounds of both variants")
+    elif pair.paired:
+        notes.append("paired, but the variants' resamples do not pair (models fitted before resamples were "
+                     "numbered): judged as two sweeps")
+    if math.isnan(se) and pa > 0 and pb > 0 and len(ra) > 1 and len(rb) > 1 and np.all(ra > 0) and np.all(rb > 0):
         se = math.hypot(float(np.std(np.log(ra), ddof=1)), float(np.std(np.log(rb), ddof=1)))
-    elif len(ra) > 1 and len(rb) > 1 and pa > 0 and pb > 0:  # a resample not positive: delta method
+    elif math.isnan(se) and len(ra) > 1 and len(rb) > 1 and pa > 0 and pb > 0:  # a resample not positive: delta method
         se = math.hypot(float(np.std(ra, ddof=1)) / pa, float(np.std(rb, ddof=1)) / pb)
     if not (len(ea.model.bootstrap) and len(eb.model.bootstrap)):
         notes.append("no resamples on " + ("both sides" if not (ea.model.bootstrap or eb.model.bootstrap)

@@ -113,12 +113,11 @@ def _fit_all(x, ys, param_names, options, strict: bool) -> list[Model | None]:
     pairs = [tuple(assumed[name]) if name in assumed else
              _pairs(opts.negative_exponents or name in opts.negative_params, name not in opts.power_params)
              for name in names]
-    rng = np.random.default_rng(opts.seed)
     amdahl = tuple(k for k, name in enumerate(names) if any(i < 0 for i, _ in assumed.get(name, ())))
     for (weighting, positive), sets in groups.items():
         index = [i for i, _, _ in sets]
         final = _fit_group(x, batch.ybar[index], batch.noise[index], [c for _, c, _ in sets], names, pairs,
-                           replace(opts, weighting=weighting, positive=positive), rng, amdahl)
+                           replace(opts, weighting=weighting, positive=positive), index, amdahl)
         for j, (i, _, scale) in enumerate(sets):
             out[i] = _rescaled(final[j], scale)
     return out
@@ -145,11 +144,12 @@ def _groups(batch: Sets, ys, x, names, strict: bool, out: list) -> dict[tuple[st
     return groups
 
 
-def _fit_group(x, ybar, noise, reps, names, pairs, opts: FitOptions, rng, amdahl) -> list[Model]:
+def _fit_group(x, ybar, noise, reps, names, pairs, opts: FitOptions, index, amdahl) -> list[Model]:
     """The models of one group's sets (means ``ybar``, repetitions ``reps``; one weighting and sign
     rule: ``opts``), searched CHUNK sets at a time (fit_search.Search), then with ``opts.bootstrap``
     chosen by the resampling rounds (fit_resample.Rounds), whose searches the candidates the search of
-    each set reached seed."""
+    each set reached seed; ``index``: the sets' places in the batch (each draws its resamples from its own
+    stream: fit_resample.Rounds)."""
     fitter = partial(Search, x, names=names, pairs=pairs, opts=opts)
     models: list[Model] = []
     pools = []  # per set: the candidates its search reached (rows: the set's index)
@@ -160,7 +160,7 @@ def _fit_group(x, ybar, noise, reps, names, pairs, opts: FitOptions, rng, amdahl
         if x.shape[1] > 1 and opts.bootstrap:
             pool = replace(fit.pool, row=fit.pool.row + start)
             pools += [pool.take(pool.row == j) for j in range(start, start + fit.m)]
-    return Rounds(fitter, x, reps, ybar, noise, models, pools, opts, rng, amdahl).chosen()
+    return Rounds(fitter, x, reps, ybar, noise, models, pools, opts, index, amdahl).chosen()
 
 
 def _zero_model(names, x, ybar) -> Model:

@@ -29,14 +29,15 @@ class Rounds:
     """The resampling rounds of one group of measurement sets (of one weighting and sign rule)."""
 
     def __init__(self, fitter, x, reps: list, ybar: np.ndarray, noise: np.ndarray, models: list[Model],
-                 pools: list[Entries], opts, rng, amdahl: tuple[int, ...]):
+                 pools: list[Entries], opts, index: list[int], amdahl: tuple[int, ...]):
         """``fitter(ybar, noise)``: the search over the points ``x`` of means ``ybar`` (M x N); ``reps``:
         every set's (scaled) repetitions, N x R; ``ybar``, ``noise``: its means and noise; ``models``:
         the search's models of them; ``pools``: per set the candidates that search reached (several
-        parameters; else empty); ``opts``: the group's FitOptions; ``amdahl``: the parameters whose
-        form is assumed with a negative exponent (consensus)."""
+        parameters; else empty); ``opts``: the group's FitOptions; ``index``: each set's place in the
+        batch (its resamples' stream: :meth:`stream`); ``amdahl``: the parameters whose form is assumed
+        with a negative exponent (consensus)."""
         self.fitter, self.x, self.reps, self.ybar, self.noise = fitter, x, reps, ybar, noise
-        self.models, self.pools, self.opts, self.rng, self.amdahl = models, pools, opts, rng, amdahl
+        self.models, self.pools, self.opts, self.index, self.amdahl = models, pools, opts, index, amdahl
         self.relative = opts.weighting == "relative"
         self.w = [1.0 / y ** 2 if self.relative else np.ones_like(y) for y in ybar]
 
@@ -60,13 +61,22 @@ class Rounds:
                 chosen.scatter, chosen.scatter_relative = s, relative
         return final
 
+    def stream(self, j: int) -> np.random.Generator:
+        """The random stream of set ``j``'s resamples: from the seed and the set's place in the batch alone,
+        the same in every round. So the k-th resample of a set draws the same repetitions (by their
+        index: the round that measured them) as the k-th resample of the same set of another batch of
+        the same shape: the variants of a paired measurement (config key ``variants:``), whose
+        resampled models perfsweep compare then pairs (the host's drift falls on both alike), and the
+        second round differs from the first by its excess alone."""
+        return np.random.default_rng([self.opts.seed, self.index[j]])
+
     def choose(self, excess: list[float], known: list[Model]) -> list[Model]:
         """Every set's reported model (consensus) over resamples that stray by ``excess`` more; the
         forms of ``known`` (a first round's choices) are candidates too."""
         draws, owner = [], []
         for j, c in enumerate(self.reps):
             if self.opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
-                draws.append(resampled_means(c, self.opts.bootstrap, self.rng, excess[j], self.relative))
+                draws.append(resampled_means(c, self.opts.bootstrap, self.stream(j), excess[j], self.relative))
                 owner += [j] * self.opts.bootstrap
         if not draws:
             return self.models

@@ -131,4 +131,7 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
     out.append(f"total: {sum(p.configurations for p in everything)} configurations, {runs} runs ({measured} measured), "
                f"{sum(p.core_hours for p in everything):.4g} core-hours ({sum(p.to_run_core_hours for p in everything):.4g} "
                f"still to run){val}")
+    if sweep.variants:
+        out.append(f"paired measurement: variants {', '.join(sweep.variants)}: every configuration measured once per "
+                   f"variant, back to back in each round ({len(sweep.variants)}x the runs and core-hours of a sweep of one)")
     return out

@@ -13,7 +13,9 @@ order to ``<results>/plan/<study>/order.json`` (:func:`write_orders`) before any
 copies a run's entry into its record as ``order`` (:func:`lookup`): ``{"seed", "round", "position",
 "of"}``, position 0 the first of the round's ``of`` runs. With ``bundle: repetitions`` a configuration's
 repetitions run back to back in one job: the bundles are ordered (round 0) and every repetition of a
-bundle records the bundle's position.
+bundle records the bundle's position. With variants (paired measurement, config key ``variants:``) the
+variants of a configuration (studies ``<study>@<variant>``) take the configuration's place together and
+run back to back, in a random order of their own within each round.
 
     order = run_order(1, [("nm", "n=200_m=1", 0), ("nm", "n=400_m=1", 0)])
     order[("nm", "n=200_m=1", 0)]    # {"seed": 1, "round": 0, "position": 1, "of": 2}
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from perfsweep.atomic import atomic_file
-from perfsweep.layout import ORDER_FILE, parse_record, plan_file
+from perfsweep.layout import ORDER_FILE, parse_record, plan_file, split_variant, variants_file
 
 Run = tuple[str, str, int]  # (study, config id, repetition)
 
@@ -47,10 +49,19 @@ def run_order(seed: int, runs: Iterable[Run]) -> dict[Run, dict[str, int]]:
         rounds[run[2]].append(run)
     out: dict[Run, dict[str, int]] = {}
     for round_, members in rounds.items():
-        members.sort(key=lambda r: (run_key(seed, round_, r[0], r[1]), r[0], r[1]))
+        members.sort(key=lambda r: _place(seed, round_, r))
         for position, run in enumerate(members):
             out[run] = {"seed": seed, "round": round_, "position": position, "of": len(members)}
     return out
+
+
+def _place(seed: int, round_: int, run: Run) -> tuple:
+    """Where a run goes in its round: the configuration's random place; the variants of one configuration
+    (paired measurement: studies <study>@<variant>) share it and follow each other in a random order."""
+    study, variant = split_variant(run[0])
+    if variant is None:
+        return (run_key(seed, round_, run[0], run[1]), 0, run[0], run[1])
+    return (run_key(seed, round_, study, run[1]), run_key(seed, round_, run[0], run[1]), run[0], run[1])
 
 
 def priorities(order: dict[Run, dict[str, int]]) -> dict[Run, int]:
@@ -85,6 +96,22 @@ def write_orders(results: str | Path, order: dict[Run, dict[str, int]]) -> None:
             pass
         with atomic_file(path, "w") as fh:
             fh.write(text)
+
+
+def write_variants(results: str | Path, variants: tuple[str, ...]) -> None:
+    """A paired measurement's variants, in the config's order, to ``<results>/plan/variants.json``
+    (perfsweep compare takes the first two as A and B); only where it changed."""
+    if not variants:
+        return
+    path = variants_file(results)
+    text = json.dumps({"variants": list(variants)}) + "\n"
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    with atomic_file(path, "w") as fh:
+        fh.write(text)
 
 
 def lookup(record_path: str | Path) -> dict[str, Any] | None:

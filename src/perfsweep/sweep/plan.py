@@ -1,6 +1,6 @@
 """State of the rounds a sweep has run (``perfsweep run``, perfsweep.sweep.rounds), as the workflow reads it
 while it plans (workflow/rules/common.smk) and as ``perfsweep plan`` counts it: the repetitions adaptive
-repetitions planned (``repetitions.json``) and the points adaptive designs added (``points.json``), per
+repetitions planned (``repetitions.json``; with variants the most any variant of a study asked) and the points adaptive designs added (``points.json``), per
 study under the results tree's plan folder (perfsweep.layout.plan_file)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep.errors import UserError
-from perfsweep.layout import POINTS_FILE, REPETITIONS_FILE, plan_file
+from perfsweep.layout import POINTS_FILE, REPETITIONS_FILE, plan_file, split_variant, variant_study
 
 PLAN_SCHEMA = "perfsweep.plan/1"
 
@@ -39,13 +39,22 @@ def read_plan(results: str | Path, study: str, name: str, default: dict | None =
 def planned_repetitions(study, results: str | Path) -> dict[str, int]:
     """How many repetitions each configuration of ``study`` needs now: ``min``, or what earlier rounds
     asked for, within [min, max] (a lowered max asks for fewer; the records beyond it stay on disk)."""
-    state = read_plan(results, study.name, REPETITIONS_FILE) if study.max_repetitions > study.repetitions else {}
+    states = _repetition_states(study, results) if study.max_repetitions > study.repetitions else []
     out = {}
     for cfg in study.configurations():
-        n = state.get(cfg.config_id, study.repetitions)
-        n = n if isinstance(n, int) and not isinstance(n, bool) else study.repetitions
-        out[cfg.config_id] = min(study.max_repetitions, max(study.repetitions, n))
+        asked = [n for state in states if isinstance(n := state.get(cfg.config_id), int) and not isinstance(n, bool)]
+        out[cfg.config_id] = min(study.max_repetitions, max([study.repetitions, *asked]))
     return out
+
+
+def _repetition_states(study, results: str | Path) -> list[dict]:
+    """The repetitions earlier rounds asked for: the study's; with variants (paired measurement) every
+    variant's of the same study, so that all variants measure the same rounds (the most any asked)."""
+    base, variant = split_variant(study.name)
+    if variant is None:
+        return [read_plan(results, study.name, REPETITIONS_FILE)]
+    plans = plan_file(results, study.name, REPETITIONS_FILE).parent.parent
+    return [read_plan(results, d.name, REPETITIONS_FILE) for d in sorted(plans.glob(variant_study(base, "*")))]
 
 
 def measured_repetitions(study, results: str | Path) -> dict[str, int]:

@@ -40,7 +40,7 @@ from perfsweep.atomic import atomic_file, write_json_atomic
 from perfsweep.cluster.ended import record_ended_runs
 from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
-from perfsweep.layout import record_lock
+from perfsweep.layout import record_lock, split_variant
 from perfsweep.sweep.host import HostWatch, rank_load, ranks_cpu_here
 from perfsweep.sweep.order import lookup as order_of
 from perfsweep.sweep.record import RUN_SCHEMA, archive_copy, check_record, is_time
@@ -177,6 +177,7 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "schema": RUN_SCHEMA,
         "run_id": spec.run_id,
         "study": spec.study,
+        **({"variant": variant} if (variant := split_variant(spec.study)[1]) else {}),  # paired measurement
         "config_id": spec.config_id,
         "repetition": spec.repetition,
         "parameters": spec.params,

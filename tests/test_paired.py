@@ -1,0 +1,150 @@
+"""Paired measurement (config key ``variants:``, issue 43): the variants of the app measured together, each
+configuration's variants back to back in every round's random order; models whose resamples pair by
+round; ``perfsweep compare RESULTS`` judging the paired ratios. Real Snakemake and MPI ranks of the
+built-in ljmd in the sweep tests."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from perfsweep import layout
+from perfsweep.compare.judge import compare
+from perfsweep.compare.load import Entry, Side, load_paired
+from perfsweep.config import load_config
+from perfsweep.errors import CompareError, ConfigError
+from perfsweep.modeling import FitOptions, fit_models
+from perfsweep.sweep.order import run_order
+from perfsweep.sweep.plan import planned_repetitions
+
+PERFSWEEP = Path(sys.executable).with_name("perfsweep")
+CONFIG = {
+    "app": {"name": "ljmd", "args": {"steps": 150}},
+    "launcher": "{mpiexec} -n {p}",
+    "parameters": {"n": 400, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+    "repetitions": 5,
+    "variants": {"before": {}, "after": {"args": {"steps": 180}}},
+    "studies": {"T_n": {"vary": {"n": [400, 600, 800, 1000, 1200]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1}}},
+}
+
+
+def config(**change):
+    data = json.loads(json.dumps(CONFIG))
+    data.update(change)
+    return data
+
+
+def test_every_study_is_measured_once_per_variant_with_its_app():
+    sweep = load_config(config())
+    assert sweep.variants == ("before", "after")
+    assert [(s.name, s.variant, s.app["args"]["steps"]) for s in sweep.studies] == [
+        ("T_n@before", "before", 150), ("T_n@after", "after", 180)]
+    assert sweep.n_runs() == 2 * 5 * 5
+    assert layout.split_variant("T_n@after") == ("T_n", "after") and layout.split_variant("T_n") == ("T_n", None)
+
+
+@pytest.mark.parametrize("variants, field, words", [
+    ({"before": {}, "after": {"args": {"stepz": 1}}}, "variants.after.args.stepz", "unknown option 'stepz'"),
+    ({"before": {}, "after": {"command": "./app {n}"}}, "variants.after.command", "give its variant's options as args"),
+    ({"before": {}, "a b": {}}, "variants.a b", "may only use letters"),
+    ({"only": {}}, "variants", "should be non-empty"),
+])
+def test_a_bad_variant_is_one_line_naming_it(variants, field, words):
+    with pytest.raises(ConfigError) as exc:
+        load_config(config(variants=variants), source="c.yaml")
+    text = str(exc.value)
+    assert f"c.yaml: {field}" in text and "\n" not in text, text
+    assert words in text or (words == "should be non-empty" and "variants" in text), text
+
+
+def test_an_adaptive_design_cannot_be_paired():
+    with pytest.raises(ConfigError, match="adaptive designs cannot be measured with variants"):
+        load_config(config(design={"kind": "adaptive", "budget": 2.0}), source="c.yaml")
+
+
+def test_a_configurations_variants_run_back_to_back_each_round_in_a_random_order():
+    runs = [(f"T@{v}", f"n={n}", k) for v in ("a", "b") for n in range(1, 9) for k in range(4)]
+    order = run_order(3, runs)
+    firsts = set()
+    for k in range(4):
+        seq = sorted((r for r in runs if r[2] == k), key=lambda r: order[r]["position"])
+        pairs = [seq[i:i + 2] for i in range(0, len(seq), 2)]
+        assert all(x[1] == y[1] and {x[0], y[0]} == {"T@a", "T@b"} for x, y in pairs), seq
+        firsts |= {x[0] for x, _ in pairs}
+        assert [x[1] for x, _ in pairs] != [f"n={n}" for n in range(1, 9)]  # shuffled
+    assert firsts == {"T@a", "T@b"}  # either variant goes first
+
+
+def test_variants_measure_the_rounds_any_of_them_asked_for(tmp_path):
+    sweep = load_config(config(repetitions={"min": 2, "max": 4, "until": {"cv": 0.1}}, results=str(tmp_path)))
+    plan = layout.plan_file(tmp_path, "T_n@after", layout.REPETITIONS_FILE)
+    plan.parent.mkdir(parents=True)
+    plan.write_text(json.dumps({"n=800": 4, "n=400": 3}))
+    for study in sweep.studies:
+        assert planned_repetitions(study, tmp_path) == {"n=400": 3, "n=600": 2, "n=800": 4, "n=1000": 2, "n=1200": 2}
+
+
+def test_resamples_of_two_variants_pair_by_round():
+    """Two variants whose every run differs by the same factor within its round (the host's drift, large,
+    the same for both): the paired ratios have no spread; judged as two sweeps they have."""
+    rng = np.random.default_rng(5)
+    x = np.array([[n] for n in (400, 600, 800, 1000, 1200)], float)
+    drift = np.exp(rng.normal(0, 0.15, size=(5, 5)))  # per configuration and round
+    a = (1e-6 * x[:, :1] ** 2) * drift
+    b = 1.2 * a
+    models = [fit_models(x, [y], ["n"], options=FitOptions(bootstrap=40))[0] for y in (a, b)]  # two studies
+    assert [m.draw for m in models[0].bootstrap] == [m.draw for m in models[1].bootstrap] == list(range(40))
+
+    def side(model, variant):
+        entry = Entry(model, x, model.values, "m.json", counts=(5,) * 5)
+        return Side("r", {"T": {("all", "time"): entry}}, {"T": ["n"]}, {"T": "m.json"}, variant)
+
+    paired = compare(side(models[0], "a"), side(models[1], "b")).rows[0]
+    unpaired = compare(side(models[0], None), side(models[1], None)).rows[0]
+    assert paired.ratio == pytest.approx(1.2) and paired.se < 1e-9 and paired.verdict == "regression"
+    assert unpaired.se > 0.03, unpaired.se
+
+
+def test_a_tree_without_variants_or_an_unknown_variant_is_one_line(tmp_path):
+    (tmp_path / "models" / "T_n").mkdir(parents=True)
+    (tmp_path / "models" / "T_n" / "models.json").write_text(json.dumps([]))
+    with pytest.raises(CompareError, match="no models"):
+        load_paired(tmp_path)
+    proc = subprocess.run([str(PERFSWEEP), "compare", str(tmp_path / "nothing")], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(tmp_path):
+    """One sweep measures before (steps: 150) and after (180) together; whatever the host does, the
+    whole run's paired ratio is a regression, exit 1; the records name their variant; the plan shows the
+    doubled cost; a replicate variant pair in the same sweep (before and a copy of it) is no regression."""
+    cfg = config(variants={"before": {}, "after": {"args": {"steps": 180}}, "copy": {}}, results=str(tmp_path / "r"),
+                 repetitions=7)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    plan = subprocess.run([str(PERFSWEEP), "plan", str(tmp_path / "c.yaml")], capture_output=True, text=True, cwd=tmp_path)
+    assert plan.returncode == 0 and "paired measurement: variants before, after, copy" in plan.stdout, plan.stdout
+    run = subprocess.run([str(PERFSWEEP), "run", str(tmp_path / "c.yaml"), "--cores", "2", "--no-report"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=1500)
+    assert run.returncode == 0, run.stderr[-3000:]
+    record = json.loads((tmp_path / "r" / "runs" / "T_n@after" / "n=800" / "rep2.json").read_text())
+    assert record["variant"] == "after" and record["order"]["round"] == 2
+    mate = json.loads((tmp_path / "r" / "runs" / "T_n@before" / "n=800" / "rep2.json").read_text())
+    copy = json.loads((tmp_path / "r" / "runs" / "T_n@copy" / "n=800" / "rep2.json").read_text())
+    places = sorted(r["order"]["position"] for r in (record, mate, copy))
+    assert places == list(range(places[0], places[0] + 3))  # back to back
+    proc = subprocess.run([str(PERFSWEEP), "compare", str(tmp_path / "r"), "--format", "json"], capture_output=True,
+                          text=True)
+    data = json.loads(proc.stdout)
+    whole = next(r for r in data["rows"] if (r["region"], r["metric"]) == ("all", "time"))
+    assert data["paired"] and whole["verdict"] == "regression" and 1.1 < whole["ratio"] < 1.3, whole
+    assert proc.returncode == 1
+    assert "app command of" in " ".join(data["differences"])
+    same = subprocess.run([str(PERFSWEEP), "compare", str(tmp_path / "r"), "--variants", "before,copy"],
+                          capture_output=True, text=True)
+    assert same.returncode == 0, same.stdout
+    assert "paired measurement" in same.stdout and "setting differs" not in same.stdout

@@ -4,6 +4,7 @@ round; ``perfsweep compare RESULTS`` judging the paired ratios. Real Snakemake a
 built-in ljmd in the sweep tests."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,29 @@ def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(tmp_path):
                           capture_output=True, text=True)
     assert same.returncode == 0, same.stdout
     assert "paired measurement" in same.stdout and "setting differs" not in same.stdout
+
+
+def _entry(x, rounds):
+    from perfsweep.modeling.model import Model
+    model = Model(["n"], [], np.array([float(np.mean(rounds))]))
+    return Entry(model, x, np.median(rounds, axis=1), "m.json", counts=(rounds.shape[1],) * len(x), rounds=rounds)
+
+
+def test_the_paired_ratio_comes_from_the_pairs_of_runs():
+    """Drift of 30 % between rounds, shared by the two runs of a pair, and 1 % noise of each run: one ratio
+    everywhere is 1.2 within 1 %; a change that grows with n is predicted at the target by its trend."""
+    from perfsweep.compare.paired import paired_ratio
+    rng = np.random.default_rng(8)
+    x = np.array([[n] for n in (400, 600, 800, 1000, 1200)], float)
+    drift = np.exp(rng.normal(0, 0.3, size=(5, 5)))
+    a = 1e-6 * x ** 2 * drift * np.exp(rng.normal(0, 0.01, (5, 5)))
+    b = 1.2 * 1e-6 * x ** 2 * drift * np.exp(rng.normal(0, 0.01, (5, 5)))
+    log_r, se, df, note = paired_ratio(_entry(x, a), _entry(x, b), [0], np.array([1200.0]))
+    assert math.exp(log_r) == pytest.approx(1.2, rel=0.01) and se < 0.005 and df == 24 and "one ratio" in note
+    grown = b * (x / 400) ** 0.3
+    log_r, se, df, note = paired_ratio(_entry(x, a), _entry(x, grown), [0], np.array([1200.0]))
+    assert math.exp(log_r) == pytest.approx(1.2 * 3 ** 0.3, rel=0.02) and "trend" in note and df == 23
+    # the row: a regression, judged with the pairs' degrees of freedom
+    row = compare(Side("r", {"T": {("all", "time"): _entry(x, a)}}, {"T": ["n"]}, {"T": "a"}, "a"),
+                  Side("r", {"T": {("all", "time"): _entry(x, b)}}, {"T": ["n"]}, {"T": "b"}, "b")).rows[0]
+    assert row.verdict == "regression" and row.df == 24 and row.low > 1.15

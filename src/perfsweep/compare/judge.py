@@ -310,7 +310,7 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
 # Row's fields and Row.record's columns that are not the statistics' (_row and the judging fill them)
 _NOT_STATISTICS = {"study", "region", "metric", "model_a", "model_b", "target", "predicted_a", "predicted_b",
                    "p_value", "p_adjusted", "gated", "verdict", "notes", "order", "names_a", "entry_a", "entry_b",
-                   "extra", "p_scaling_adjusted", "df", "baselines", "drift", "mde", "needed", "direction",
+                   "extra", "p_scaling_adjusted", "baselines", "drift", "mde", "needed", "direction",
                    "lead_share_a", "lead_share_b"}
 
 

@@ -26,6 +26,7 @@ from perfsweep.modeling import FitOptions
 from perfsweep.modeling.extrap_io import read_extrap
 from perfsweep.modeling.extrap_models import fit_extrap
 from perfsweep.modeling.model import Model
+from perfsweep.modeling.pipeline import repetitions
 from perfsweep.modeling.predict import _check_model, entry_model, load_entry
 from perfsweep.modeling.terms import Term
 
@@ -57,6 +58,7 @@ class Entry:
     source: str  # the file it came from
     kind: MetricKind | None = None  # unit and direction as models.json declares them (None: guessed, kind())
     counts: tuple[int, ...] = ()  # per point the repetitions measured (the aggregate's n_ok; () not known)
+    rounds: np.ndarray | None = None  # per point its repetitions in round order (N x k, NaN-padded; the aggregate's values)
 
     def kind_of(self, metric: str) -> MetricKind:
         """The metric's unit and which way is better: declared in models.json, else guessed from the name."""
@@ -185,16 +187,20 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
         side.files[name] = str(file)
         points, values = np.asarray(model.points, float), np.asarray(model.values, float)
         counts: tuple[int, ...] = ()
+        rounds = None
         if medians is not None and (region, metric) in medians:
             table = medians[region, metric]
             if all(p in table for p in names):
                 points, values = _numbers(table, names, aggregate), _numbers(table, ["median"], aggregate)[:, 0]
                 if "n_ok" in table:
                     counts = tuple(int(c) for c in _numbers(table, ["n_ok"], aggregate)[:, 0])
+                if "values" in table:
+                    rounds = _rounds(table, aggregate)
         if not values.size:
             points = np.empty((0, len(names)))
         side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
-                                                                    values, str(file), kind_of(metric, row=e), counts)
+                                                                    values, str(file), kind_of(metric, row=e), counts,
+                                                                    rounds)
 
 
 def _entry_model(e: dict, file: Path, terms: dict) -> Model:
@@ -240,6 +246,24 @@ def _numbers(table: pd.DataFrame, columns: list[str], aggregate: Path | None) ->
                                f"a number (region {table['region'][index]!r}, metric {table['metric'][index]!r})")
         out[:, k] = values.to_numpy(float)
     return out
+
+
+def _rounds(table: pd.DataFrame, aggregate: Path) -> np.ndarray:
+    """Every point's repetitions in round order (the aggregate's ``values``: the runs in repetition order)."""
+    try:
+        return repetitions(table)
+    except ValueError:
+        bad = next(i for i, cell in table["values"].items() if not _all_numbers(cell))
+        raise CompareError(f"{aggregate}: line {int(bad) + 2}, column values: {table['values'][bad]!r} is not a list of "
+                           f"numbers (region {table['region'][bad]!r}, metric {table['metric'][bad]!r})") from None
+
+
+def _all_numbers(cell) -> bool:
+    try:
+        [float(v) for v in str(cell).split()]
+    except ValueError:
+        return False
+    return True
 
 
 def _extrap_side(path: Path) -> Side:

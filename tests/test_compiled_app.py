@@ -94,3 +94,28 @@ def test_a_compiled_apps_rate_gets_a_model_that_predicts_beyond_the_grid(tmp_pat
     lines = out.stdout.splitlines()
     assert lines[0].startswith("# all/timesteps_per_s (steps/s, higher is better): 1 / (")
     assert all(" steps/s [" in line for line in lines[-2:]) and lines[-2].startswith("s = 24, p = 1: timesteps_per_s = ")
+
+
+@pytest.mark.slow
+def test_a_slower_build_of_a_compiled_app_is_judged_by_its_time_and_its_rate(tmp_path):
+    """Paired measurement (issue 43) of two builds of a user's compiled app: the after build computes the
+    forces twice a step (-passes 2). In compare its time row is a regression (ratio about 2, lower is
+    better) and so is its rate row (timesteps/s about halved: more is better), the rate with its declared
+    unit, and with no share of a total and no impact."""
+    build(tmp_path)
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["studies"] = {"s_p": {"vary": {"s": [8, 10, 12, 14, 16], "p": [1, 2]}}}
+    cfg["variants"] = {"before": {}, "after": {"command": CONFIG["app"]["command"] + " -passes 2"}}
+    (tmp_path / "pair.yaml").write_text(json.dumps(cfg))
+    run = perfsweep("run", "pair.yaml", "--no-report", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    out = perfsweep("compare", "results", "--format", "json", cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    data = json.loads(out.stdout)
+    rows = {r["metric"]: r for r in data["rows"]}
+    time, rate = rows["time"], rows["timesteps_per_s"]
+    assert data["paired"] and time["direction"] == "lower" and time["verdict"] == "regression" and time["ratio"] > 1.5
+    assert rate["direction"] == "higher" and rate["verdict"] == "regression" and rate["ratio"] < 0.7, rate
+    assert rate["share"] is None and rate["impact"] is None and rate["gated"]
+    assert "a rate in steps/s: more is better" in rate["notes"]
+    assert any("-passes 2" in d for d in data["differences"]), data["differences"]

@@ -4,7 +4,7 @@
  *     Loop time: 0.123456 s on 2 procs for 50 steps with 4096 atoms
  *     Performance: 405.0 timesteps/s
  *
- * Usage: ljrate -s SIZE -steps STEPS [-clock wall|cpu]
+ * Usage: ljrate -s SIZE -steps STEPS [-clock wall|cpu] [-passes K]
  * SIZE^3 atoms on a simple cubic lattice (spacing A) in a periodic box; forces within the cut-off 2 A,
  * found through cells of side 2 A (SIZE even: SIZE/2 cells per side, 8 atoms each), so that a step
  * costs the same per atom at every size: the work grows like SIZE^3. Each rank computes the forces on
@@ -16,6 +16,9 @@
  * (clock_gettime(CLOCK_PROCESS_CPUTIME_ID)): on a host whose cores other jobs share, the wall time also
  * counts the time the host gave to them and moves with their load from one minute to the next, and so
  * does the CPU time a rank spends polling in MPI while its partner waits for a core.
+ *
+ * -passes K computes the forces K times per step (default 1): a slower build of the same program, for
+ * a paired measurement of before and after (tests/test_paired.py).
  */
 #define _POSIX_C_SOURCE 199309L
 #include <math.h>
@@ -39,7 +42,7 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    int size = 8, steps = 50, rank, nranks;
+    int size = 8, steps = 50, passes = 1, rank, nranks;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -47,9 +50,10 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-s")) size = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-steps")) steps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "-clock")) cpu_clock = !strcmp(argv[i + 1], "cpu");
+        else if (!strcmp(argv[i], "-passes")) passes = atoi(argv[i + 1]);
     }
-    if (size < 6 || size % 2 || steps < 1) {
-        if (!rank) fprintf(stderr, "ljrate: -s must be even and >= 6, -steps >= 1\n");
+    if (size < 6 || size % 2 || steps < 1 || passes < 1) {
+        if (!rank) fprintf(stderr, "ljrate: -s must be even and >= 6, -steps >= 1, -passes >= 1\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int n = size * size * size, nc = size / 2, ncells = nc * nc * nc;
@@ -78,6 +82,7 @@ int main(int argc, char **argv) {
             next[i] = head[k];
             head[k] = i;
         }
+        for (int pass = 0; pass < passes; pass++) {
         energy = 0.0;
         for (int i = lo; i < hi; i++) {  /* the forces on this rank's atoms: divided */
             double fi[3] = {0, 0, 0}, y[3];
@@ -104,6 +109,7 @@ int main(int argc, char **argv) {
                         }
                     }
             for (int d = 0; d < 3; d++) f[3 * i + d] = fi[d];
+        }
         }
         memset(mine, 0, 3 * n * sizeof *mine);
         for (int i = 3 * lo; i < 3 * hi; i++) {  /* move this rank's atoms */

@@ -57,6 +57,7 @@ import pandas as pd
 
 from perfsweep.compare import statistics
 from perfsweep.compare.load import EXTRAP_STUDY, Entry, Side, is_results
+from perfsweep.compare.paired import paired_ratio
 from perfsweep.errors import CompareError
 
 THRESHOLD = 0.05
@@ -289,7 +290,8 @@ def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str
         ra, rb = statistics.resampled(ea.model, xa), statistics.resampled(eb.model, target)
     pair = statistics.Pair(study, region, metric, ea, eb, list(names), list(order), target,
                            statistics.predict_at(ea.model, xa), statistics.predict_at(eb.model, target), ra, rb,
-                           totals[0].get(metric, math.nan), totals[1].get(metric, math.nan), level, threshold, paired)
+                           totals[0].get(metric, math.nan), totals[1].get(metric, math.nan), level, threshold, paired,
+                           paired_ratio(ea, eb, list(order), target) if paired else None)
     columns = statistics.measure(pair)
     notes = columns.pop("notes")
     taken = sorted(set(columns) & _NOT_STATISTICS)

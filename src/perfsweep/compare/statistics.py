@@ -21,8 +21,8 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   paths within seconds (bench/compare_scale.py); refitting both sweeps per resample would cost minutes.
   **Paired** (the variants of one sweep, config key ``variants:``, measured back to back in every round):
   the ratio comes from the pairs of runs themselves (perfsweep.compare.paired: their log ratios, one
-  ratio everywhere or its trend in the parameters, Student's t), in which the host's drift, common to
-  both runs of a pair, cancels. Where the aggregates carry no repetitions, the k-th resamples of both
+  ratio everywhere or its trend in the parameters, a robust fit, Student's t), in which the host's
+  drift, common to both runs of a pair, cancels; the impact is that ratio's change of A's prediction. Where the aggregates carry no repetitions, the k-th resamples of both
   variants, which drew the same rounds (Model.draw; :func:`paired_resamples`), give log B/A's variance.
   On a tiny ljmd sweep (5 sizes, 5 rounds, +20 % steps) under a load of 2 on 2 cores, the resamples'
   paired ratio of all/time had an mde of 17 %: each variant's model moves its means by a scatter of
@@ -63,7 +63,6 @@ from typing import Any, Callable
 import numpy as np
 
 from perfsweep.compare.load import Entry
-from perfsweep.compare.paired import paired_ratio
 from perfsweep.modeling import lead_orders as lead
 from perfsweep.modeling.model import Model
 
@@ -88,6 +87,8 @@ class Pair:
     level: float  # of the intervals
     threshold: float  # smallest change that counts
     paired: bool = False  # a paired measurement's variants: resampled_a[k] and resampled_b[k] the same rounds
+    # paired: the pairs of runs' log ratio at the target, its se, df and note (compare.paired; None: not at hand)
+    paired_fit: tuple[float, float, float, str] | None = None
 
 
 def predict_at(model: Model, x: np.ndarray, cache: dict | None = None) -> float:
@@ -126,9 +127,8 @@ def ratio(pair: Pair) -> dict[str, Any]:
     """B/A at the target and its ``level`` interval; ``se``: the standard error of log B/A; paired: from
     the pairs of runs (perfsweep.compare.paired), with its degrees of freedom ``df``."""
     ea, eb = pair.a, pair.b
-    fit = paired_ratio(ea, eb, pair.order, pair.target) if pair.paired else None
-    if fit is not None:
-        log_r, se, df, note = fit
+    if pair.paired_fit is not None:
+        log_r, se, df, note = pair.paired_fit
         half = quantile(0.5 + pair.level / 2, df) * se
         return {"ratio": math.exp(log_r), "low": math.exp(log_r - half), "high": math.exp(log_r + half), "se": se,
                 "df": df, "notes": [note]}
@@ -166,7 +166,8 @@ def share(pair: Pair) -> dict[str, Any]:
         return {"share": math.nan, "impact": math.nan}
     pa, pb, total_a, total_b = pair.predicted_a, pair.predicted_b, pair.total_a, pair.total_b
     value = max(abs(pa) / total_a if total_a else math.nan, abs(pb) / total_b if total_b else math.nan)
-    impact = (pb - pa) / total_a if total_a else math.nan
+    change = pb - pa if pair.paired_fit is None else pa * (math.exp(pair.paired_fit[0]) - 1)  # paired: its ratio
+    impact = change / total_a if total_a else math.nan
     return {"share": value if math.isfinite(value) else 0.0, "impact": impact}
 
 

@@ -86,25 +86,19 @@ def write_orders(results: str | Path, order: dict[Run, dict[str, int]]) -> None:
     by_study: dict[str, dict[str, dict[str, int]]] = defaultdict(dict)
     for (study, config_id, rep), entry in sorted(order.items()):
         by_study[study][f"{config_id}/rep{rep}"] = entry
-    for study, entries in by_study.items():
-        path = plan_file(results, study, ORDER_FILE)
-        text = json.dumps(entries, separators=(",", ":")) + "\n"  # compact: one line per study's runs
-        try:
-            if path.read_text() == text:
-                continue
-        except OSError:
-            pass
-        with atomic_file(path, "w") as fh:
-            fh.write(text)
+    for study, entries in by_study.items():  # compact: one line per study's runs
+        _write_changed(plan_file(results, study, ORDER_FILE), json.dumps(entries, separators=(",", ":")) + "\n")
 
 
 def write_variants(results: str | Path, variants: tuple[str, ...]) -> None:
     """A paired measurement's variants, in the config's order, to ``<results>/plan/variants.json``
     (perfsweep compare takes the first two as A and B); only where it changed."""
-    if not variants:
-        return
-    path = variants_file(results)
-    text = json.dumps({"variants": list(variants)}) + "\n"
+    if variants:
+        _write_changed(variants_file(results), json.dumps({"variants": list(variants)}) + "\n")
+
+
+def _write_changed(path: Path, text: str) -> None:
+    """``text`` to ``path`` atomically, unless the file holds it already (its time stays: nothing reruns)."""
     try:
         if path.read_text() == text:
             return

@@ -242,6 +242,26 @@ def test_a_failed_html_write_never_hides_a_regression(tmp_path):
     assert same.returncode == 2 and "cannot write it" in same.stderr
 
 
+def test_the_page_draws_each_row_as_inlined_svg(tmp_path):
+    """--html: one figure per row (up to page.MAX_FIGURES), each an <img> of inlined SVG data (no matplotlib,
+    nothing fetched), with both models' curves, their resampled bands and the ratio in its title."""
+    import base64
+    import re
+
+    a = synthetic_side(tmp_path, "a", {}, seed=67)
+    b = synthetic_side(tmp_path, "b", ALL, seed=68)
+    page = tmp_path / "page.html"
+    proc = compare(a, b, "--html", page)
+    assert proc.returncode == 1, proc.stderr
+    html = page.read_text()
+    figures = re.findall(r"<img alt='[^']*' src='data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)'>", html)
+    assert len(figures) == html.count("<img") == html.count("<section class='row'") > 0
+    assert "http" not in html.replace("http-equiv", "")
+    svg = base64.b64decode(figures[0]).decode()
+    assert svg.startswith("<svg xmlns='http://www.w3.org/2000/svg'") and svg.endswith("</svg>")
+    assert svg.count("<polyline") >= 2 and svg.count("<polygon") >= 2 and "B/A = " in svg
+
+
 # --- what differs between the sweeps' runs ---------------------------------------------------------------------
 
 

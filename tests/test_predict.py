@@ -54,6 +54,25 @@ def test_errors(models_json):
         recommend(model, {"n": [1], "p": [1]}, constraints=["p lots"])
 
 
+def test_a_damaged_resample_is_named_by_its_field(tmp_path, noisy_models_json):
+    """The checks of a loaded model pass sound models at once and name the field of a damaged one: a
+    resample's term, a resample's coefficients, an alternative's term."""
+    entries = json.loads(noisy_models_json.read_text())
+    assert entries[0]["model"]["bootstrap"]
+    for damage, field in [(lambda m: m["bootstrap"][3]["terms"][0][0].__setitem__(0, 7),
+                           "model.bootstrap[3].terms[0][0]: parameter index 7 is out of range"),
+                          (lambda m: m["bootstrap"][1]["coefficients"].append(1.0), "model.bootstrap[1].coefficients: "),
+                          (lambda m: m.__setitem__("alternatives", [{"terms": [[[0, "1", -1]]], "coefficients": [1, 2],
+                                                                     "criterion": 0.0}]),
+                           "model.alternatives[0].terms[0][0]: log exponent -1 is negative")]:
+        copy = json.loads(json.dumps(entries))
+        damage(copy[0]["model"])
+        path = tmp_path / "damaged.json"
+        path.write_text(json.dumps(copy))
+        with pytest.raises(PredictError, match=re.escape(field)):
+            load_model(path, copy[0]["region"], copy[0]["metric"])
+
+
 def test_cli(models_json):
     out = subprocess.run([sys.executable, "-m", "perfsweep.cli", "recommend", str(models_json), "n=4000",
                           "p=1,2,4,8,16,32", "--constraint", "p<=16"], capture_output=True, text=True, check=True)

@@ -1,19 +1,16 @@
-"""The HTML page of ``perfsweep compare --html PATH``: one self-contained file (figures inlined as PNG data),
-laid out like the Snakemake report's pages: a title bar, the verdicts' summary, the table sorted by
-impact, and per row (the first ``MAX_FIGURES`` in the table's order) both models' curves over each
-parameter with the other parameters at the target, the measured medians of both sweeps, and the ratio
-B/A with its interval."""
+"""The HTML page of ``perfsweep compare --html PATH``: one self-contained file (figures inlined as SVG data,
+:mod:`perfsweep.compare.figure`), laid out like the Snakemake report's pages: a title bar, the verdicts'
+summary, the table sorted by impact, and per row (the first ``MAX_FIGURES`` in the table's order) both
+models' curves over each parameter with the other parameters at the target, the measured medians of both
+sweeps, and the ratio B/A with its interval."""
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
 from pathlib import Path
 
-import numpy as np
-
+from perfsweep.compare.figure import figure
 from perfsweep.compare.judge import CompareResult, Row
 from perfsweep.compare.render import display_table, summary_lines
 from perfsweep.errors import UserError
@@ -94,59 +91,8 @@ def _section(r: Row, anchor: str, level: float) -> str:
             f"lead share {_pct(r.share_a)})<br>B: <code>{html.escape(r.model_b)}</code> (lead orders "
             f"{html.escape(r.orders_b)}, lead share {_pct(r.share_b)})<br>scaling: {html.escape(r.scaling)}; "
             f"at {html.escape(', '.join(f'{k}={v:g}' for k, v in r.target.items()))}: {ratio}; "
-            f"share {f'{r.share:.1%}' if math.isfinite(r.share) else '-'}</p>" + (f"<ul>{notes}</ul>" if notes else "") + _figure(r, level) + "</section>")
+            f"share {f'{r.share:.1%}' if math.isfinite(r.share) else '-'}</p>" + (f"<ul>{notes}</ul>" if notes else "") + figure(r, level) + "</section>")
 
 
 def _pct(v: float) -> str:
     return f"{v:.0%}" if math.isfinite(v) else "-"
-
-
-def _figure(r: Row, level: float) -> str:
-    import matplotlib  # heavy: only a comparison page (--html) draws figures
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # heavy: as above
-
-    if r.entry_a is None or r.entry_b is None:
-        return ""
-    names = list(r.target)
-    ea, eb = r.entry_a, r.entry_b
-    a_names = [r.names_a[j] for j in r.order]  # A's name of each of B's parameters
-    back = np.argsort(r.order)  # B's columns in A's order
-    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.0), squeeze=False)
-    tgt = np.array([r.target[n] for n in names])
-    for k, (ax, name) in enumerate(zip(axes[0], names)):
-        pa = ea.points[:, r.order] if ea.points.size else np.empty((0, len(names)))
-        pb = eb.points if eb.points.size else np.empty((0, len(names)))
-        values = np.concatenate([pa[:, k], pb[:, k], [tgt[k]]])
-        lo, hi = float(np.min(values)), float(np.max(values))
-        grid = np.geomspace(lo, hi, 60) if lo > 0 and hi > lo else np.linspace(lo, hi if hi > lo else lo + 1, 60)
-        x = np.repeat(tgt[None], len(grid), axis=0)
-        x[:, k] = grid
-        for entry, pts, label, colour, xs in ((ea, pa, "A", "#1f77b4", x[:, back]),
-                                              (eb, pb, "B", "#ff7f0e", x)):
-            with np.errstate(all="ignore"):
-                ax.plot(grid, entry.model.predict(xs), color=colour, label=f"{label} model")
-                if entry.model.bootstrap:
-                    boots = np.array([b.predict(xs) for b in entry.model.bootstrap])
-                    q = (1 - level) / 2
-                    ax.fill_between(grid, np.nanquantile(boots, q, axis=0), np.nanquantile(boots, 1 - q, axis=0),
-                                    color=colour, alpha=0.15, linewidth=0)
-            others = [j for j in range(len(names)) if j != k]
-            on_line = np.all(np.isclose(pts[:, others], tgt[others]), axis=1) if others else np.ones(len(pts), bool)
-            if np.any(on_line):
-                ax.scatter(pts[on_line, k], entry.medians[on_line], color=colour, s=18, zorder=3,
-                           label=f"{label} measured")
-        ax.axvline(tgt[k], color="#888", linestyle="--", linewidth=0.8)
-        ax.set_xlabel(name + (f" (A: {a_names[k]})" if a_names[k] != name else ""))
-        ax.set_ylabel(r.metric)
-        if k == 0:
-            ax.legend(fontsize=7)
-    fig.suptitle(f"{r.region}/{r.metric}: B/A = {r.ratio:.3f}" + (f" [{r.low:.3f}, {r.high:.3f}]"
-                                                                   if math.isfinite(r.low) else ""), fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80)
-    plt.close(fig)
-    return f"<img alt='{html.escape(r.region)}' src='data:image/png;base64,{base64.b64encode(buf.getvalue()).decode()}'>"
-

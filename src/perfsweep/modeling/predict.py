@@ -77,8 +77,10 @@ def _check_model(model: Model, where: str) -> None:
     names = model.param_names
     if not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise PredictError(f"{where}.param_names: {names!r} is not a list of distinct parameter names")
-    for label, m in [("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
-                     *((f".alternatives[{b}]", alt) for b, alt in enumerate(model.alternatives))]:
+    one_by_one = [] if _sound(model, len(names)) else [
+        ("", model), *((f".bootstrap[{b}]", boot) for b, boot in enumerate(model.bootstrap)),
+        *((f".alternatives[{b}]", alt) for b, alt in enumerate(model.alternatives))]
+    for label, m in one_by_one:
         for t, term in enumerate(m.terms):
             for f, factor in enumerate(term.factors):
                 field = f"{where}{label}.terms[{t}][{f}]"
@@ -107,6 +109,17 @@ def _check_model(model: Model, where: str) -> None:
     if bad:
         k = next(iter(bad))
         raise PredictError(f"{where.removesuffix(': model')}: fixed.{k}: {bad[k]!r} is not a number")
+
+
+def _sound(model: Model, count: int) -> bool:
+    """Whether the terms and coefficients of the model, its resamples and its alternatives pass _check_model's
+    checks, each distinct term once (compare's resamples share their terms), without naming each field as
+    it goes: only where they do not pass does _check_model check them one by one, to name the field."""
+    models = [model, *model.bootstrap, *model.alternatives]
+    terms = {id(t): t for m in models for t in m.terms}.values()
+    return (all(0 <= f.param < count and f.j >= 0 for t in terms for f in t.factors)
+            and all(m.coefficients.ndim == 1 and len(m.coefficients) == len(m.terms) + 1 for m in models)
+            and bool(np.all(np.isfinite(np.concatenate([m.coefficients for m in models])))))
 
 
 def _grid(model: Model, values: Mapping[str, Any]) -> pd.DataFrame:

@@ -97,7 +97,13 @@ class Term:
 
     @classmethod
     def from_list(cls, data: list[list]) -> "Term":
-        return cls(tuple(Factor(int(p), Fraction(i), int(j)) for p, i, j in data))
+        key = _key(data) if cls is Term else None  # a term read before is the same (immutable) object
+        if key is not None and key in _TERMS:
+            return _TERMS[key]
+        term = cls(tuple(Factor(int(p), _fraction(i), int(j)) for p, i, j in data))
+        if key is not None and len(_TERMS) < 4096:
+            _TERMS[key] = term
+        return term
 
     def outgrows(self, other: "Term") -> bool:
         """True if this term grows asymptotically at least as fast as ``other`` in every parameter
@@ -108,6 +114,31 @@ class Term:
         ge = all(mine.get(p, (0.0, 0)) >= theirs.get(p, (0.0, 0)) for p in params)
         gt = any(mine.get(p, (0.0, 0)) > theirs.get(p, (0.0, 0)) for p in params)
         return ge and gt
+
+
+_TERMS: dict[tuple, Term] = {}  # Term.from_list's terms by their lists' contents (a models.json repeats a few)
+
+
+def _key(data: list[list]) -> tuple | None:
+    """A term's list as a key of _TERMS (None: no list of lists of hashable values)."""
+    try:
+        key = tuple(map(tuple, data))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_FRACTIONS: dict[str, Fraction] = {}  # an exponent's text, parsed once ("3/4": Fraction's parsing is slow)
+
+
+def _fraction(value: object) -> Fraction:
+    if isinstance(value, str) and value in _FRACTIONS:
+        return _FRACTIONS[value]
+    out = Fraction(value)  # type: ignore[arg-type]  # its own error for what is no number
+    if isinstance(value, str) and len(_FRACTIONS) < 4096:
+        _FRACTIONS[value] = out
+    return out
 
 
 def dominant_terms(terms: list[Term]) -> set[Term]:

@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -135,3 +136,44 @@ def test_plan_shows_the_budget(tmp_path):
     (line,) = [l for l in lines if l.startswith("  s measuring until decided")]
     # 25 configurations x 3 runs x 2 s: 150 core-seconds planned, half of it the budget
     assert "lead share >= 80 %" in line and f"budget {0.5 * 150 / 3600:.4g} core-hours" in line, line
+
+
+@pytest.mark.slow
+def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp_path):
+    """perfsweep run of the built-in ljmd: a study that asks for what its noise cannot give (a 90 %
+    interval 0.1 % wide, every resample agreeing) gets more runs until its budget is spent, and says so in
+    one line; one that is decided from the start (any lead share of 5 % and more) gets none."""
+    study = {"vary": {"n": [100, 150, 200, 250, 300]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1},
+             "validate": {"points": [{"n": 600}], "repetitions": 2}}
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+           "repetitions": 2, "results": "results", "exclusive": False,
+           "studies": {"undecided": {**study, "decide": {"budget": 0.5, "lead_share": 1.0, "precision": 0.001}},
+                       "decided": {**study, "decide": {"budget": 0.5, "lead_share": 0.05}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    shown = subprocess.run([str(BIN / "perfsweep"), "plan", "c.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert "  undecided measuring until decided (lead share >= 100 % and a 90 % interval at most 0.1 % wide): budget" in shown.stdout, shown.stdout
+    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", "--no-report"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = tmp_path / "results"
+    runs = {name: len(list((results / "runs" / name).rglob("rep*.json"))) for name in ("undecided", "decided")}
+    assert runs["decided"] == 5 * 2 + 2  # the design's and the validation point's runs, nothing more
+    decided = json.loads((results / "plan" / "decided" / "decide.json").read_text())
+    assert decided["ended"] == "decided" and decided["repetitions"] == {} and decided["points"] == []
+    state = json.loads((results / "plan" / "undecided" / "decide.json").read_text())
+    assert state["ended"].startswith("budget spent, ")
+    added = sum(state["repetitions"].values()) + 2 * len(state["points"])
+    assert added >= 1 and runs["undecided"] == 12 + added
+    last = state["rounds"][-1]
+    assert 0 < last["spent_core_hours"] <= last["budget_core_hours"] == pytest.approx(0.5 * last["planned_core_hours"])
+    assert "perfsweep: study undecided: measuring ended: budget spent (" in proc.stdout
+    assert "perfsweep: study decided: measuring ended: decided" in proc.stdout
+    # the models table, models.json and the summary say it, in one line per study
+    models = pd.read_csv(results / "models" / "undecided" / "models.csv")
+    (line,) = models.loc[(models["region"] == "all") & (models["metric"] == "time"), "measuring"]
+    assert line.startswith("budget spent (") and ("form undecided" in line or "interval too wide" in line), line
+    (entry,) = [m for m in json.loads((results / "models" / "undecided" / "models.json").read_text())
+                if m["region"] == "all" and m["metric"] == "time"]
+    assert entry["measuring"] == line
+    summary = pd.read_csv(results / "tables" / "models_summary.csv").set_index("study")
+    assert summary.loc["undecided", "measuring"] == line and summary.loc["decided", "measuring"] == "decided"

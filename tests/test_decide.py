@@ -45,6 +45,9 @@ def test_a_decided_study_gets_no_more_runs(tmp_path, capsys):
     sweep = decide_sweep(tmp_path, {"budget": 0.5, "lead_share": 0.8})
     study = sweep.study("s")
     write_records(tmp_path, study, study.configurations(), lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2)
+    assert decide.decide_round(sweep, tmp_path) is False  # the validation point is not measured yet
+    assert not (tmp_path / "plan" / "s" / "decide.json").exists()
+    write_records(tmp_path, study, study.validation, lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2)
     assert decide.decide_round(sweep, tmp_path) is False
     s = state(tmp_path)
     assert s["ended"] == "decided" and s["points"] == [] and s["repetitions"] == {}
@@ -60,7 +63,7 @@ def test_an_undecided_study_is_measured_until_its_budget_is_spent(tmp_path, caps
     study = sweep.study("s")
     rng = np.random.default_rng(3)
     func = lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2  # noqa: E731
-    write_records(tmp_path, study, study.configurations(), func, rng=rng, noise=0.3)
+    write_records(tmp_path, study, [*study.configurations(), *study.validation], func, rng=rng, noise=0.3)
     planned_runs = 3 * 25
     steps = 0
     while decide.decide_round(sweep, tmp_path):
@@ -127,6 +130,9 @@ def test_config_keys_and_bad_values():
         with pytest.raises(ConfigError) as err:
             load_config(cfg, source="c.yaml")
         assert str(err.value).startswith(f"c.yaml: {where}: ") and "\n" not in str(err.value), str(err.value)
+    cfg["studies"]["s"]["decide"] = {"budget": 0.5}
+    with pytest.raises(ConfigError, match=r"^c.yaml: studies.s.decide: measuring until decided with bundle: repetitions"):
+        load_config({**cfg, "bundle": "repetitions"}, source="c.yaml")
 
 
 def test_plan_shows_the_budget(tmp_path):

@@ -266,7 +266,7 @@ def _study(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any], 
         validation=validation,
         validation_repetitions=k_validation,
         decide=parse_decide(sdef.get("decide", data.get("decide")), source,
-                            f"{base}.decide" if "decide" in sdef else "decide"),
+                            f"{base}.decide" if "decide" in sdef else "decide", data["bundle"]),
     )
 
 

@@ -2,8 +2,9 @@
 ``perfsweep run`` (perfsweep.sweep.rounds) after the planned rounds (the design's configurations at their
 planned repetitions, adaptive repetitions and an adaptive design's points included).
 
-After each round, a study whose configurations are all measured gets its run time modelled (as the
-models stage does: every good repetition, resampled; perfsweep.modeling). It is *decided* where the
+After each round, a study whose runs are all measured gets its run time modelled as the workflow's
+stages model it (stage_model: the same tables and fit, so the same model as the models table's). It
+is *decided* where the
 model's lead share (the share of the resamples that agree with its lead terms) is at least
 ``lead_share`` and, with ``precision`` and validation points, the 90 % interval at those points is at
 most ``precision`` of the prediction wide (their median, as the models table's interval width). A study
@@ -36,15 +37,17 @@ import warnings
 
 import numpy as np
 
+from perfsweep import layout, tables
+from perfsweep.apps import metric_kinds
 from perfsweep.apps.registry import BUILTIN_APPS
 from perfsweep.atomic import write_json_atomic
-from perfsweep.errors import ModelingError
+from perfsweep.errors import ModelingError, UserError
 from perfsweep.layout import DECIDE_FILE, plan_file
-from perfsweep.modeling.fit import fit_model
 from perfsweep.modeling.lead_orders import lead_terms
-from perfsweep.modeling.pipeline import LEVEL, fit_options
+from perfsweep.modeling.model import Model
+from perfsweep.modeling.pipeline import fit_study_models, oversubscribed_rows
 from perfsweep.stats import core_seconds, cv_of, ok_times
-from perfsweep.sweep.plan import decide_state, planned_repetitions, read_points, why_undecided
+from perfsweep.sweep.plan import decide_state, measured_repetitions, planned_repetitions, read_points, why_undecided
 from perfsweep.sweep.record import study_records
 
 PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
@@ -57,52 +60,49 @@ def decide_round(sweep, results_dir) -> bool:
     added = False
     for study in sweep.studies:
         if study.decide is not None:
-            added |= decide_study(study, results_dir, sweep.processes, sweep.extra.get("modeling"))
+            added |= decide_study(sweep, study, results_dir)
     return added
 
 
 decide_round.active = lambda sweep: any(s.decide is not None for s in sweep.studies)
 
 
-def decide_study(study, results_dir, processes: str, modeling: dict | None = None) -> bool:
+def decide_study(sweep, study, results_dir) -> bool:
     """One decision of a study, written to its decide.json; True if runs were added."""
     if study.design.kind == "adaptive" and read_points(results_dir, study.name).get("stopped") is None:
         return False  # its design still adds points: those are planned rounds
     state = decide_state(results_dir, study)
-    planned = planned_repetitions(study, results_dir)
+    planned = measured_repetitions(study, results_dir)
     base = planned_repetitions(study, results_dir, decided=False)
     records = study_records(results_dir, study.name)
-    configs = study.configurations()
-    if any(k not in records.get(c.config_id, {}) for c in configs for k in range(planned[c.config_id])):
+    if any(k not in records.get(cid, {}) for cid, n in planned.items() for k in range(n)):
         return False  # not all measured yet (a failed round): nothing to decide on
-    measured = sorted(planned.items())
+    measured = [[cid, n] for cid, n in sorted(planned.items())]
     limits = [study.decide.budget, study.decide.lead_share, study.decide.precision]
     rounds = state["rounds"]
-    if rounds and rounds[-1]["measured"] == [list(m) for m in measured] and rounds[-1]["limits"] == limits:
+    if rounds and rounds[-1]["measured"] == measured and rounds[-1]["limits"] == limits:
         return False  # decided on these runs under these limits before
-    entry = {"round": len(rounds), "measured": [list(m) for m in measured], "limits": limits}
+    entry = {"round": len(rounds), "measured": measured, "limits": limits}
     rounds.append(entry)
-    cost = {c.config_id: [core_seconds(r, processes) for k, r in records.get(c.config_id, {}).items()
+    configs = study.configurations()
+    cost = {c.config_id: [core_seconds(r, sweep.processes) for k, r in records[c.config_id].items()
                           if k < planned[c.config_id]] for c in configs}
-    more = {tuple(sorted(p.items())) for p in state["points"]}
-    in_plan = [c for c in configs if tuple(sorted((n, c.params[n]) for n in study.vary)) not in more]
-    plan_s = sum(sum(cost[c.config_id][:base[c.config_id]]) for c in in_plan)
+    more = {study.point(p).config_id for p in state["points"]}
+    plan_s = sum(sum(cost[c.config_id][:base[c.config_id]]) for c in configs if c.config_id not in more)
     spent_s = sum(map(sum, cost.values())) - plan_s  # the added repetitions' and points' runs
     entry.update(planned_core_hours=plan_s / 3600, spent_core_hours=spent_s / 3600,
                  budget_core_hours=study.decide.budget * plan_s / 3600)
-    names = list(study.vary)
-    x = np.array([[float(c.params[n]) for n in names] for c in configs])
-    times = [ok_times(records.get(c.config_id, {}).values()) for c in configs]
-    model, why = _fit(x, times, names, processes, study.design.kind, modeling)
+    model, row, over = stage_model(sweep, study, results_dir, planned)
     if model is None:
-        return _end(results_dir, study, state, f"no model of the run time ({why})")
-    width = _width(model, study, names)
-    entry.update(lead=model.lead(), lead_share=model.lead_share, width=width)
+        return _end(results_dir, study, state, f"no model of the run time ({row})")
+    width = float(row["validation_width"])
+    entry.update(lead=model.lead(), lead_share=model.lead_share, width=None if math.isnan(width) else width)
     undecided = why_undecided(study.decide, model.lead_share, width, bool(study.validation))
     if not undecided:
         return _end(results_dir, study, state, "decided")
-    left = entry["budget_core_hours"] * 3600 - spent_s
-    step = _next_step(study, model, configs, times, cost, names, left)
+    times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
+             if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
+    step = _next_step(study, model, configs, times, cost, entry["budget_core_hours"] * 3600 - spent_s)
     if step is None:
         kind = "form undecided" if undecided.startswith("form") else "interval too wide"
         return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
@@ -133,37 +133,40 @@ def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> bo
     return False
 
 
-def _fit(x: np.ndarray, times: list[list[float]], names: list[str], processes: str, design: str,
-         modeling: dict | None):
-    """The run-time model of the measured configurations (with its resamples), or None and why not."""
-    keep = [i for i, t in enumerate(times) if t]
-    if len(keep) < 2:
-        return None, f"{len(keep)} configuration(s) with a good run"
-    width = max(len(times[i]) for i in keep)
-    ys = np.array([times[i] + [np.nan] * (width - len(times[i])) for i in keep], dtype=float)
+def stage_model(sweep, study, results_dir, planned: dict[str, int]):
+    """The study's run-time model as the workflow's stages make it of the runs ``planned`` (config id ->
+    repetitions; the validation points' included): the runs, variability and aggregate tables
+    (perfsweep.tables), every (region, metric) fitted together (perfsweep.modeling.pipeline, whose
+    resamples depend on the sets fitted together). (model, its models-table row, the oversubscribed
+    config ids), or (None, why not, those ids)."""
+    paths = [layout.record(results_dir, study.name, cid, k) for cid, n in planned.items() for k in range(n)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        runs, ranks, regions = tables.collect(paths, [c.config_id for c in study.validation])
+        var = tables.variability(runs, study.varied, sweep.cv_threshold, sweep.disturbed)
         try:
-            options = fit_options(processes, design, points=x[keep], names=names, modeling=modeling)
-            return fit_model(x[keep], ys, names, options=options), ""
+            agg = tables.aggregate(runs, ranks, regions, study.varied, var, sweep.cv_policy, None, sweep.processes,
+                                   sweep.disturbed, metric_kinds.declared(study.app))
+        except UserError as exc:  # no successful run
+            return None, str(exc), set()
+        over = set(agg.loc[oversubscribed_rows(agg, sweep.processes, study.varied), "config_id"])
+        try:
+            tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
+                                            design=study.design.kind, modeling=sweep.extra.get("modeling"))
         except ModelingError as exc:
-            return None, str(exc)
+            return None, str(exc), over
+    main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
+    if not len(main) or not main.iloc[0]["model"]:
+        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured"), over
+    (entry,) = [m for m in mods if m.get("region") == "all" and m.get("metric") == "time"]
+    return Model.from_dict(entry["model"]), main.iloc[0], over
 
 
-def _width(model, study, names: list[str]) -> float:
-    """The median width of the model's 90 % interval at the study's validation points, over the
-    prediction (NaN without them or without resamples)."""
-    if not study.validation or not model.bootstrap:
-        return math.nan
-    xv = np.array([[float(c.params[n]) for n in names] for c in study.validation])
-    low, high = model.interval(xv, LEVEL)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(np.nanmedian((high - low) / np.abs(model.predict(xv))))
-
-
-def _next_step(study, model, configs, times, cost: dict, names: list[str], left: float) -> dict | None:
+def _next_step(study, model, configs, times, cost: dict, left: float) -> dict | None:
     """The next runs within ``left`` core-seconds: a new point where the leading forms part by >= PARTS
-    standard errors, else one more repetition at the configurations of the largest CV; None if none fits."""
+    standard errors, else one more repetition at the configurations of the largest CV (of those with
+    ``times``: those fitted); None if none fits."""
+    names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
     cvs = [cv_of(t) for t in times]
     noise = float(np.nanmedian(cvs)) if np.isfinite(cvs).any() else 0.1
@@ -179,7 +182,7 @@ def _next_step(study, model, configs, times, cost: dict, names: list[str], left:
             if need <= left:
                 return {"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
                         "parts": float(parts[i]), "core_hours": need / 3600}
-    order = sorted(range(len(configs)), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
+    order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
     chosen, need = [], 0.0
     for i in order[:max(1, math.ceil(SHARE_REPEATED * len(configs)))]:
         c = per_run.get(configs[i].config_id, 0.0)

@@ -136,10 +136,13 @@ class Decide:
         return f"lead share >= {100 * self.lead_share:g} %{width}"
 
 
-def parse_decide(value: Any, source: str, where: str) -> Decide | None:
+def parse_decide(value: Any, source: str, where: str, bundle: str = "none") -> Decide | None:
     """A Decide from the config's ``decide:`` (None: off); ConfigError naming the field if wrong."""
     if value is None or value is False:
         return None
+    if bundle == "repetitions":
+        raise ConfigError(source, where, "measuring until decided with bundle: repetitions would rerun whole "
+                                         "bundles each round; give bundle: none")
     for key in ("budget", "lead_share", "precision"):
         v = value.get(key)
         if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):

@@ -18,11 +18,13 @@ core-hour, as of an adaptive design's budget). The step, the cheapest useful one
   the one where the medians of the log predictions of the resamples that agree with the lead terms and
   of those that do not (all agree: the resamples' spread) lie furthest apart, in standard errors of a
   new point's mean (the study's median CV over sqrt(k)); taken where they lie >= PARTS apart;
-- else one more repetition at the quarter of the configurations whose CV is largest: less scatter,
-  resamples that agree more, narrower intervals.
+- else one more repetition at the configurations whose CV is largest, as many as fit into half of the
+  budget (STEP_SHARE; at least one): less scatter, resamples that agree more, narrower intervals. Every
+  step costs a Snakemake start more, so a budget is spent in about two steps.
 
 A step that does not fit into what is left of the budget is not taken; when none fits, measuring ends:
-``budget spent``. The state (``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state)
+``budget spent``. A step after which no run fits is the last: the rounds then measure it with the whole
+workflow (a Snakemake start less), and the models table says the budget was spent. The state (``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state)
 holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
 and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``), or
 ``no model``; the models table says per study in one line how measuring ended
@@ -51,37 +53,36 @@ from perfsweep.sweep.plan import decide_state, measured_repetitions, planned_rep
 from perfsweep.sweep.record import study_records
 
 PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
-SHARE_REPEATED = 0.25  # of the configurations, those of the largest CV get one more repetition a round
+STEP_SHARE = 0.5  # of the budget, one step of repetitions spends at most this (each a Snakemake start more)
 
 
-def decide_round(sweep, results_dir) -> bool:
+def decide_round(sweep, results_dir) -> tuple[bool, bool]:
     """The round step: every study measured until decided that is not, gets its next step of runs.
-    True if runs were added."""
-    added = False
-    for study in sweep.studies:
-        if study.decide is not None:
-            added |= decide_study(sweep, study, results_dir)
-    return added
+    (whether runs were added, whether it is settled: no study can be given more after them, as each
+    ended or was given the last step its budget allows)."""
+    said = [decide_study(sweep, study, results_dir) for study in sweep.studies if study.decide is not None]
+    return any(s in ("added", "last") for s in said), all(s in ("ended", "last") for s in said)
 
 
 decide_round.active = lambda sweep: any(s.decide is not None for s in sweep.studies)
 
 
-def decide_study(sweep, study, results_dir) -> bool:
-    """One decision of a study, written to its decide.json; True if runs were added."""
+def decide_study(sweep, study, results_dir) -> str:
+    """One decision of a study, written to its decide.json: "added" (runs), "last" (the last runs its
+    budget allows), "ended", or "waiting" (for the runs of a round)."""
     if study.design.kind == "adaptive" and read_points(results_dir, study.name).get("stopped") is None:
-        return False  # its design still adds points: those are planned rounds
+        return "waiting"  # its design still adds points: those are planned rounds
     state = decide_state(results_dir, study)
     planned = measured_repetitions(study, results_dir)
     base = planned_repetitions(study, results_dir, decided=False)
     records = study_records(results_dir, study.name)
     if any(k not in records.get(cid, {}) for cid, n in planned.items() for k in range(n)):
-        return False  # not all measured yet (a failed round): nothing to decide on
+        return "waiting"  # not all measured yet (or a failed round): nothing to decide on
     measured = [[cid, n] for cid, n in sorted(planned.items())]
     limits = [study.decide.budget, study.decide.lead_share, study.decide.precision]
     rounds = state["rounds"]
     if rounds and rounds[-1]["measured"] == measured and rounds[-1]["limits"] == limits:
-        return False  # decided on these runs under these limits before
+        return "ended" if state.get("ended") else "waiting"  # decided on these runs under these limits before
     entry = {"round": len(rounds), "measured": measured, "limits": limits}
     rounds.append(entry)
     configs = study.configurations()
@@ -102,10 +103,13 @@ def decide_study(sweep, study, results_dir) -> bool:
         return _end(results_dir, study, state, "decided")
     times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
              if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
-    step = _next_step(study, model, configs, times, cost, entry["budget_core_hours"] * 3600 - spent_s)
+    left = entry["budget_core_hours"] * 3600 - spent_s
+    step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600)
     if step is None:
         kind = "form undecided" if undecided.startswith("form") else "interval too wide"
         return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
+    cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
+    step["last"] = left - 3600 * step["core_hours"] < cheapest  # no run fits after it: it ends measuring
     entry["added"] = step
     if "point" in step:
         state["points"].append(step["point"])  # measured k times, as the design's points
@@ -117,11 +121,12 @@ def decide_study(sweep, study, results_dir) -> bool:
             if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) "
             "of the largest CV")
     print(f"perfsweep: study {study.name}: {undecided}: {what} ({entry['spent_core_hours']:.3g} of "
-          f"{entry['budget_core_hours']:.3g} core-hours spent)", flush=True)
-    return True
+          f"{entry['budget_core_hours']:.3g} core-hours spent" + (", the last step it allows)" if step["last"] else ")"),
+          flush=True)
+    return "last" if step["last"] else "added"
 
 
-def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> bool:
+def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> str:
     """Measuring ends: say why, in the state and in one line to the user."""
     state["ended"] = ended
     write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
@@ -130,7 +135,7 @@ def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> bo
              if "budget_core_hours" in last else "")
     said = f"budget spent{spent}, {undecided}" if undecided else f"{ended}{spent}"  # (as measuring_ended says it)
     print(f"perfsweep: study {study.name}: measuring ended: {said}", flush=True)
-    return False
+    return "ended"
 
 
 def stage_model(sweep, study, results_dir, planned: dict[str, int]):
@@ -162,10 +167,10 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
     return Model.from_dict(entry["model"]), main.iloc[0], over
 
 
-def _next_step(study, model, configs, times, cost: dict, left: float) -> dict | None:
+def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float) -> dict | None:
     """The next runs within ``left`` core-seconds: a new point where the leading forms part by >= PARTS
     standard errors, else one more repetition at the configurations of the largest CV (of those with
-    ``times``: those fitted); None if none fits."""
+    ``times``: those fitted), as many as fit into ``per_step`` (at least one); None if none fits."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
     cvs = [cv_of(t) for t in times]
@@ -184,11 +189,12 @@ def _next_step(study, model, configs, times, cost: dict, left: float) -> dict | 
                         "parts": float(parts[i]), "core_hours": need / 3600}
     order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
     chosen, need = [], 0.0
-    for i in order[:max(1, math.ceil(SHARE_REPEATED * len(configs)))]:
+    for i in order:
         c = per_run.get(configs[i].config_id, 0.0)
-        if need + c <= left:
-            chosen.append(configs[i].config_id)
-            need += c
+        if need + c > left or (chosen and need + c > per_step):
+            break
+        chosen.append(configs[i].config_id)
+        need += c
     return {"repetitions": chosen, "core_hours": need / 3600} if chosen else None
 
 

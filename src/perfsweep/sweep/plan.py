@@ -127,9 +127,10 @@ def measuring_ended(decide, share: float, width: float, validated: bool, state: 
         return "decided"
     last = state.get("rounds", [{}])[-1] if state.get("rounds") else {}
     ended = state.get("ended") or ""
-    if ended.startswith("budget spent"):
-        return (f"budget spent ({last.get('spent_core_hours', float('nan')):.3g} of "
-                f"{last.get('budget_core_hours', float('nan')):.3g} core-hours), {undecided}")
+    step = last.get("added") or {}
+    if ended.startswith("budget spent") or (not ended and step.get("last")):  # (the last step: measured after the rounds)
+        spent = last.get("spent_core_hours", float("nan")) + (step.get("core_hours", 0.0) if not ended else 0.0)
+        return f"budget spent ({spent:.3g} of {last.get('budget_core_hours', float('nan')):.3g} core-hours), {undecided}"
     if ended == "decided":  # the rounds' own fit (of the run records) was decided, the final one is not
         return f"{undecided}, though decided when measuring ended"
     if ended:

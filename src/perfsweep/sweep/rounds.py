@@ -153,9 +153,10 @@ adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in
 
 def until_decided(sweep, results_dir: str | Path) -> Planned:
     """The round step of measuring until decided (perfsweep.sweep.decide.decide_round), after the
-    planned rounds: more runs for a study whose form is undecided, within its budget. Never settled
-    while a study is measured until decided: the model of the next runs decides whether it adds more."""
-    return Planned(decide_round(sweep, results_dir), settled=not until_decided.active(sweep))
+    planned rounds: more runs for a study whose form is undecided, within its budget. Settled once
+    every such study ended or was given the last runs its budget allows (a sweep without any: always)."""
+    more, settled = decide_round(sweep, results_dir)
+    return Planned(more, settled=settled)
 
 
 until_decided.active = decide_round.active

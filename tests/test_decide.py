@@ -187,3 +187,25 @@ def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp
     assert entry["measuring"] == line
     summary = pd.read_csv(results / "tables" / "models_summary.csv").set_index("study")
     assert summary.loc["undecided", "measuring"] == line and summary.loc["decided", "measuring"] == "decided"
+
+
+@pytest.mark.parametrize("scatter, step", [(0.01, "point"), (0.5, "repetitions")])
+def test_a_new_point_where_the_forms_part_beyond_the_noise_else_repetitions(scatter, step):
+    # the resamples choose n or n^2 (alike at n = 1000, 20 % apart one step beyond it): with 1 % scatter
+    # that is ~25 standard errors of a new point's mean, worth its runs; with 50 % it is < 1: repeat
+    from fractions import Fraction
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+    study = load_config(sweep_config({"n": [200, 400, 600, 800, 1000]})).study("s")
+    lin = Model(["n"], [Term((Factor(0, Fraction(1), 0),))], np.array([0.0, 1.0]))
+    sq = Model(["n"], [Term((Factor(0, Fraction(2), 0),))], np.array([0.0, 1.0 / 1000]))
+    lin.bootstrap = [lin, lin, sq]
+    configs = study.configurations()
+    times = [[c.params["n"] * (1 - scatter), c.params["n"] * (1 + scatter)] for c in configs]
+    cost = {c.config_id: [1.0, 1.0] for c in configs}
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)
+    if step == "point":
+        assert got["point"] == {"n": 1200} and got["id"] == "n=1200" and got["parts"] > 2
+    else:
+        assert "point" not in got and len(got["repetitions"]) == 3  # as many as fit into the step's 3 s
+    assert decide._next_step(study, lin, configs, times, cost, left=0.5, per_step=3.0) is None  # nothing fits

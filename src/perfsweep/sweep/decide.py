@@ -86,7 +86,7 @@ def decide_study(sweep, study, results_dir) -> str:
     entry = {"round": len(rounds), "measured": measured, "limits": limits}
     rounds.append(entry)
     configs = study.configurations()
-    cost = {c.config_id: [core_seconds(r, sweep.processes) for k, r in records[c.config_id].items()
+    cost = {c.config_id: [core_seconds(r, sweep.processes) for k, r in sorted(records[c.config_id].items())
                           if k < planned[c.config_id]] for c in configs}
     more = {study.point(p).config_id for p in state["points"]}
     plan_s = sum(sum(cost[c.config_id][:base[c.config_id]]) for c in configs if c.config_id not in more)

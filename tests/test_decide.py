@@ -92,6 +92,11 @@ def test_an_undecided_study_is_measured_until_its_budget_is_spent(tmp_path, caps
     plan.add_planned_points(sweep)
     ids = {c.config_id for c in study.configurations()}
     assert all(study.point(p).config_id in ids for p in s["points"])
+    assert decide.decide_round(sweep, tmp_path) == (False, True)  # ended on these runs: not again
+    # a raised budget measures on from where it ended
+    more = decide_sweep(tmp_path, {"budget": 0.8, "lead_share": 1.0})
+    plan.add_planned_points(more)
+    assert decide.decide_round(more, tmp_path)[0] is True and state(tmp_path)["ended"] is None
 
 
 def test_the_leading_forms_part_where_they_are_measured_least():

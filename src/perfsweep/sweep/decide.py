@@ -3,14 +3,13 @@
 planned repetitions, adaptive repetitions and an adaptive design's points included).
 
 After each round, a study whose runs are all measured gets its run time modelled as the workflow's
-stages model it (stage_model: the same tables and fit, so the same model as the models table's). It
-is *decided* where the
-model's lead share (the share of the resamples that agree with its lead terms) is at least
-``lead_share`` and, with ``precision`` and validation points, the 90 % interval at those points is at
-most ``precision`` of the prediction wide (their median, as the models table's interval width). A study
-not decided gets more runs, one step a round, while its ``budget`` lasts: a share of its planned
-core-hours (the core-hours its records of the planned repetitions took; the one budget unit is the
-core-hour, as of an adaptive design's budget). The step, the cheapest useful one first:
+stages model it (stage_model: the same tables and fit, so the same model as the models table's). It is
+*decided* where the model's lead share (the share of the resamples that agree with its lead terms) is
+at least ``lead_share`` and, with ``precision`` and validation points, the 90 % interval at those
+points is at most ``precision`` of the prediction wide (their median, as the models table's interval
+width). A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
+its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
+unit is the core-hour, as of an adaptive design's budget). The step:
 
 - a new point where the leading forms part most relative to the noise (model discrimination, Atkinson
   and Fedorov 1975, T-optimality): among the grid's unmeasured points and those one step beyond its
@@ -23,9 +22,9 @@ core-hour, as of an adaptive design's budget). The step, the cheapest useful one
   step costs a Snakemake start more, so a budget is spent in about two steps.
 
 A step that does not fit into what is left of the budget is not taken; when none fits, measuring ends:
-``budget spent``. A step after which no run fits is the last: the rounds then measure it with the whole
-workflow (a Snakemake start less), and the models table says the budget was spent. The state (``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state)
-holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
+``budget spent``. A step after which no run fits is the last: the rounds then measure it with the
+whole workflow (a Snakemake start less), and the models table says the budget was spent. The state
+(``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state) holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
 and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``), or
 ``no model``; the models table says per study in one line how measuring ended
 (perfsweep.sweep.plan.measuring_ended).

@@ -214,3 +214,22 @@ def test_a_new_point_where_the_forms_part_beyond_the_noise_else_repetitions(scat
     else:
         assert "point" not in got and len(got["repetitions"]) == 3  # as many as fit into the step's 3 s
     assert decide._next_step(study, lin, configs, times, cost, left=0.5, per_step=3.0) is None  # nothing fits
+
+
+def test_how_measuring_ended_in_one_line():
+    from perfsweep.sweep.designs import Decide
+    rule = Decide(budget=0.5, lead_share=0.8, precision=0.5)
+    spent = {"rounds": [{"spent_core_hours": 0.002, "budget_core_hours": 0.0025}], "ended": "budget spent, form undecided"}
+    assert plan.measuring_ended(rule, 0.9, 0.3, True, spent) == "decided"  # the final model decides
+    assert plan.measuring_ended(rule, 0.9, 0.7, False, spent) == "decided"  # no validation points: no width asked
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, spent) == \
+        "budget spent (0.002 of 0.0025 core-hours), form undecided (lead share 50 % < 80 %)"
+    assert plan.measuring_ended(rule, 0.9, 0.7, True, spent) == ("budget spent (0.002 of 0.0025 core-hours), interval "
+                                                                 "too wide (90 % interval at the validation points 70 % "
+                                                                 "of the prediction > 50 %)")
+    # the last step the budget allowed, measured with the whole workflow: its estimated core-hours counted
+    last = {"rounds": [{"spent_core_hours": 0.001, "budget_core_hours": 0.0025,
+                        "added": {"repetitions": ["n=200"], "core_hours": 0.0012, "last": True}}], "ended": None}
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, last).startswith("budget spent (0.0022 of 0.0025 core-hours), form")
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, {}).endswith("measuring not ended (perfsweep run measures more)")
+    assert plan.measuring_ended(rule, float("nan"), 0.3, True, {}).startswith("form undecided (no lead share: no resamples)")

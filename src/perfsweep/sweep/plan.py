@@ -110,7 +110,9 @@ def why_undecided(decide, share: float, width: float, validated: bool) -> str:
     """'' if a time model of lead share ``share`` and a 90 % interval ``width`` wide at the validation
     points (over the prediction; ``validated``: the study has them) is decided under ``decide`` (a
     perfsweep.sweep.designs.Decide), else why not, e.g. 'form undecided (lead share 62 % < 80 %)'."""
-    if not share >= decide.lead_share:  # (NaN: no resamples, undecided)
+    if share != share:  # NaN: a model without resamples (one repetition), whose form nothing decides
+        return "form undecided (no lead share: no resamples)"
+    if not share >= decide.lead_share:
         return f"form undecided (lead share {100 * share:.0f} % < {100 * decide.lead_share:g} %)"
     if decide.precision is not None and validated and not width <= decide.precision:
         return (f"interval too wide (90 % interval at the validation points {100 * width:.0f} % of the prediction "

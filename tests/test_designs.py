@@ -153,13 +153,14 @@ def test_a_sparse_design_of_a_grid_too_large_to_plan_in_full_is_accepted():
 
 # --- adaptive rounds, on records of a known function (the records the runner writes: time, wall_time)
 
-def write_records(results, study, configs, func, k=3, rng=None, wall=0.5, sweep=None):
-    """Records of ``func`` plus noise; with ``sweep``, launched as its spec launches them now (as the runner
-    records the launch: a built-in app's command gets a --report file of the run)."""
+def write_records(results, study, configs, func, k=3, rng=None, wall=0.5, sweep=None, noise=0.02, first=0):
+    """Records of ``func`` plus noise (uniform, +-``noise``); with ``sweep``, launched as its spec launches
+    them now (as the runner records the launch: a built-in app's command gets a --report file of the run);
+    repetitions ``first`` to k - 1."""
     rng = rng or np.random.default_rng(1)
     for c in configs:
-        for rep in range(k):
-            t = func(c.params) * (1 + rng.uniform(-0.02, 0.02))
+        for rep in range(first, k):
+            t = func(c.params) * (1 + rng.uniform(-noise, noise))
             rec = {"schema": RUN_SCHEMA, "run_id": f"{study.name}/{c.config_id}/rep{rep}", "study": study.name,
                    "config_id": c.config_id, "repetition": rep, "status": "ok", "time": t, "wall_time": wall,
                    "parameters": c.params}

@@ -173,7 +173,7 @@ LAYERS = (
              "sweep.run", "sweep.designs", "sweep.plan", "sweep.order", "sweep.host")),
     ("config", ("config", "config_fields", "config_doc")),
     ("analysis", ("modeling", "tables", "metrics", "overhead", "report", "report_check")),
-    ("steps", ("sweep.estimate", "sweep.rounds", "sweep.adapt")),
+    ("steps", ("sweep.estimate", "sweep.rounds", "sweep.adapt", "sweep.decide")),
     ("views", ("compare", "plots", "reproduce")),
     ("stages", ("stages",)),
     ("front end", ("cli",)),

@@ -31,7 +31,7 @@ from perfsweep import layout
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT, ParamSpec
 from perfsweep.config_fields import DEFAULT_SPEC, app_parameters, check_args, check_template, check_value, safe_name
 from perfsweep.errors import ConfigError, DuplicateKey
-from perfsweep.sweep.designs import Design, design_configurations, max_size, parse_design
+from perfsweep.sweep.designs import Decide, Design, design_configurations, max_size, parse_decide, parse_design
 from perfsweep.values import Configuration, format_value
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
@@ -62,6 +62,8 @@ class Study:
     validation: tuple[Configuration, ...] = ()
     validation_repetitions: int = 0
     variant: str | None = None  # paired measurement (config key variants:): the name is <study>@<variant>
+    decide: Decide | None = None  # measure until decided (config key decide:, perfsweep.sweep.decide)
+    more: tuple[dict[str, Any], ...] = ()  # its points, {varied parameter: value} (<results>/plan/<study>/decide.json)
 
     @property
     def varied(self) -> list[str]:
@@ -73,7 +75,11 @@ class Study:
 
     def configurations(self) -> list[Configuration]:
         """The configurations the study's design measures (ids as in the full grid)."""
-        return self.grid() if self.design.kind == "full" else design_configurations(self)
+        out = self.grid() if self.design.kind == "full" else design_configurations(self)
+        if self.more:  # the points measuring until decided added, inside the grid or one step beyond
+            ids = {c.config_id for c in out}
+            out = [*out, *(c for c in map(self.point, self.more) if c.config_id not in ids)]
+        return out
 
     def grid(self) -> list[Configuration]:
         """Every configuration of the full grid."""
@@ -264,6 +270,8 @@ def _study(source: str, sname: str, sdef: dict[str, Any], data: dict[str, Any], 
         design=design,
         validation=validation,
         validation_repetitions=k_validation,
+        decide=parse_decide(sdef.get("decide", data.get("decide")), source,
+                            f"{base}.decide" if "decide" in sdef else "decide", data["bundle"]),
     )
 
 
@@ -279,6 +287,9 @@ def _variant_studies(source: str, variants: dict[str, dict[str, Any]], studies: 
         if variants and study.design.kind == "adaptive":  # its rounds would add other points to each variant
             raise ConfigError(source, f"studies.{study.name}.design", "adaptive designs cannot be measured with "
                               "variants: (each variant would get points of its own); use a full or sparse design")
+        if variants and study.decide is not None:  # as would measuring until decided
+            raise ConfigError(source, "decide", f"study {study.name}: measuring until decided cannot be combined with "
+                              "variants: (each variant would get runs of its own, which no longer pair); give decide: false")
         for vname, change in variants.items():
             app = _copy(study.app)
             if "command" in change and "name" in app:

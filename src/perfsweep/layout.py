@@ -30,6 +30,7 @@ from perfsweep.values import PathLike
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
 QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.sweep.record.set_aside)
 POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.sweep.plan)
+DECIDE_FILE = "decide.json"  # measuring until decided: its runs, points and why it ended (perfsweep.sweep.decide)
 ORDER_FILE = "order.json"  # each run's place in its round's random order (perfsweep.sweep.order)
 _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")

@@ -120,6 +120,42 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
                   budget=None if budget is None else float(budget))
 
 
+@dataclass(frozen=True)
+class Decide:
+    """Measure until decided (config key ``decide:``, perfsweep.sweep.decide): after the planned rounds a
+    study whose time model's lead share is under ``lead_share`` or whose 90 % interval at its validation
+    points is wider than ``precision`` (of the prediction) gets more runs, within ``budget``: a share of
+    the study's planned core-hours (its design's configurations at their planned repetitions)."""
+
+    budget: float  # share of the planned core-hours the study may spend more
+    lead_share: float = 0.8
+    precision: float | None = None  # the interval's width (high - low) over the prediction, at most
+
+    def text(self) -> str:
+        width = f" and a 90 % interval at most {100 * self.precision:g} % wide" if self.precision is not None else ""
+        return f"lead share >= {100 * self.lead_share:g} %{width}"
+
+
+def parse_decide(value: Any, source: str, where: str, bundle: str = "none") -> Decide | None:
+    """A Decide from the config's ``decide:`` (None: off); ConfigError naming the field if wrong."""
+    if value is None or value is False:
+        return None
+    if bundle == "repetitions":
+        raise ConfigError(source, where, "measuring until decided with bundle: repetitions would rerun whole "
+                                         "bundles each round; give bundle: none")
+    for key in ("budget", "lead_share", "precision"):
+        v = value.get(key)
+        if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0):
+            raise ConfigError(source, f"{where}.{key}", f"{v!r} is not a positive number")
+    if "budget" not in value:
+        raise ConfigError(source, where, "no budget: give budget, the share of the planned core-hours it may "
+                                         "spend more (e.g. 0.5)")
+    if value.get("lead_share", 0.8) > 1:
+        raise ConfigError(source, f"{where}.lead_share", f"{value['lead_share']!r} is not a share (0 < share <= 1)")
+    return Decide(budget=float(value["budget"]), lead_share=float(value.get("lead_share", 0.8)),
+                  precision=None if value.get("precision") is None else float(value["precision"]))
+
+
 def design_size(design: Design, vary: dict[str, list[Any]]) -> int:
     """Configurations the design starts with (without the points adaptive rounds add)."""
     full = math.prod(len(v) for v in vary.values())

@@ -12,7 +12,7 @@ import numpy as np
 from perfsweep.modeling.fit import MIN_VALUES
 from perfsweep.stats import core_seconds
 from perfsweep.sweep.designs import max_size
-from perfsweep.sweep.plan import add_planned_points, planned_repetitions, read_points
+from perfsweep.sweep.plan import add_planned_points, decide_state, planned_repetitions, read_points
 from perfsweep.sweep.record import OTHER_LAUNCH, study_records
 from perfsweep.sweep.spec import RunSpec
 
@@ -119,6 +119,8 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
         out.append(f"  {p.study}: design {p.design}: {share}{grow}; {p.runs} runs ({p.measured} measured{upto}); "
                    f"{p.core_hours:.4g} core-hours ({p.to_run_core_hours:.4g} still to run); from {p.source}"
                    + few_values(study.vary))
+        if study.decide is not None:
+            out.append(decide_line(sweep, study, p))
         if study.name in checks:
             v = checks[study.name]
             out.append(f"  {v.study} validation: {v.configurations} point{'s' * (v.configurations != 1)} beyond the grid (measured, never fitted); "
@@ -135,3 +137,16 @@ def plan_lines(sweep, seconds: float = ASSUMED_SECONDS) -> list[str]:
         out.append(f"paired measurement: variants {', '.join(sweep.variants)}: every configuration measured once per "
                    f"variant, back to back in each round ({len(sweep.variants)}x the runs and core-hours of a sweep of one)")
     return out
+
+
+def decide_line(sweep, study, p: StudyPlan) -> str:
+    """What ``perfsweep plan`` says of a study measured until decided: the rule, its budget in
+    core-hours (the share of the planned core-hours: of the records when its rounds began, else of the
+    estimate) and how much of it was spent, or how measuring ended."""
+    state = decide_state(sweep.results, study)
+    last = state["rounds"][-1] if state["rounds"] else None
+    planned = last["planned_core_hours"] if last else p.core_hours
+    spent = last["spent_core_hours"] if last else 0.0
+    ended = f"; ended: {state['ended']}" if state.get("ended") else ""
+    return (f"  {study.name} measuring until decided ({study.decide.text()}): budget {study.decide.budget * planned:.4g} "
+            f"core-hours ({study.decide.budget:g} of the planned {planned:.4g}), {spent:.4g} spent{ended}")

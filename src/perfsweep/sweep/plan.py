@@ -1,7 +1,8 @@
 """State of the rounds a sweep has run (``perfsweep run``, perfsweep.sweep.rounds), as the workflow reads it
 while it plans (workflow/rules/common.smk) and as ``perfsweep plan`` counts it: the repetitions adaptive
-repetitions planned (``repetitions.json``; with variants the most any variant of a study asked) and the points adaptive designs added (``points.json``), per
-study under the results tree's plan folder (perfsweep.layout.plan_file)."""
+repetitions planned (``repetitions.json``; with variants the most any variant of a study asked), the
+points adaptive designs added (``points.json``) and the repetitions and points measuring until decided
+added (``decide.json``), per study under the results tree's plan folder (perfsweep.layout.plan_file)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from perfsweep.errors import UserError
-from perfsweep.layout import POINTS_FILE, REPETITIONS_FILE, plan_file, split_variant, variant_study
+from perfsweep.layout import DECIDE_FILE, POINTS_FILE, REPETITIONS_FILE, plan_file, split_variant, variant_study
 
 PLAN_SCHEMA = "perfsweep.plan/1"
 
@@ -36,14 +37,18 @@ def read_plan(results: str | Path, study: str, name: str, default: dict | None =
     return data
 
 
-def planned_repetitions(study, results: str | Path) -> dict[str, int]:
+def planned_repetitions(study, results: str | Path, decided: bool = True) -> dict[str, int]:
     """How many repetitions each configuration of ``study`` needs now: ``min``, or what earlier rounds
-    asked for, within [min, max] (a lowered max asks for fewer; the records beyond it stay on disk)."""
+    asked for, within [min, max] (a lowered max asks for fewer; the records beyond it stay on disk);
+    with ``decided``, plus those measuring until decided added (decide.json)."""
     states = _repetition_states(study, results) if study.max_repetitions > study.repetitions else []
+    extra = decide_state(results, study)["repetitions"] if decided and study.decide is not None else {}
     out = {}
     for cfg in study.configurations():
         asked = [n for state in states if isinstance(n := state.get(cfg.config_id), int) and not isinstance(n, bool)]
-        out[cfg.config_id] = min(study.max_repetitions, max([study.repetitions, *asked]))
+        more = extra.get(cfg.config_id, 0)
+        more = more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
+        out[cfg.config_id] = min(study.max_repetitions, max([study.repetitions, *asked])) + more
     return out
 
 
@@ -82,8 +87,63 @@ def read_points(results: str | Path, study: str) -> dict[str, Any]:
 
 
 def add_planned_points(sweep) -> None:
-    """Give every adaptive study the points its earlier rounds added (the workflow calls this while
-    it plans, so that those points are measured and modelled like the others)."""
+    """Give every adaptive study the points its earlier rounds added, and every study measured until
+    decided the points that added (the workflow calls this while it plans, so that those points are
+    measured and modelled like the others)."""
     for study in sweep.studies:
         if study.design.kind == "adaptive":
             study.added = tuple(read_points(sweep.results, study.name)["points"])
+        if study.decide is not None:
+            study.more = tuple(decide_state(sweep.results, study)["points"])
+
+
+# ---- measuring until decided (perfsweep.sweep.decide): what it added, how much it spent, why it ended
+
+def decide_state(results: str | Path, study) -> dict[str, Any]:
+    """The state of measuring ``study`` until decided (a new one if there is none): the ``repetitions``
+    added per configuration, the ``points`` added ({varied parameter: value}; those whose parameters
+    are no longer varied are left out), the ``rounds`` and, once it ended, ``ended``; UserError if it is
+    damaged."""
+    state = read_plan(results, study.name, DECIDE_FILE, strict=True,
+                      default={"schema": PLAN_SCHEMA, "study": study.name, "repetitions": {}, "points": [], "rounds": []})
+    reps, points = state.setdefault("repetitions", {}), state.setdefault("points", [])
+    if not isinstance(reps, dict) or not isinstance(points, list) or not all(isinstance(p, dict) for p in points):
+        raise UserError(f"{plan_file(results, study.name, DECIDE_FILE)}: not a perfsweep plan file ('repetitions' "
+                        "is not an object or 'points' not a list of points); move it away to start anew")
+    state["points"] = [p for p in points if set(p) == set(study.vary)]
+    state.setdefault("rounds", [])
+    return state
+
+
+def why_undecided(decide, share: float, width: float, validated: bool) -> str:
+    """'' if a time model of lead share ``share`` and a 90 % interval ``width`` wide at the validation
+    points (over the prediction; ``validated``: the study has them) is decided under ``decide`` (a
+    perfsweep.sweep.designs.Decide), else why not, e.g. 'form undecided (lead share 62 % < 80 %)'."""
+    if share != share:  # NaN: a model without resamples (one repetition), whose form nothing decides
+        return "form undecided (no lead share: no resamples)"
+    if not share >= decide.lead_share:
+        return f"form undecided (lead share {100 * share:.0f} % < {100 * decide.lead_share:g} %)"
+    if decide.precision is not None and validated and not width <= decide.precision:
+        return (f"interval too wide (90 % interval at the validation points {100 * width:.0f} % of the prediction "
+                f"> {100 * decide.precision:g} %)")
+    return ""
+
+
+def measuring_ended(decide, share: float, width: float, validated: bool, state: dict[str, Any]) -> str:
+    """How measuring until decided ended, in one line, for the final model (lead share ``share``,
+    interval ``width``: why_undecided) and the state of its rounds (decide_state): 'decided', or
+    'budget spent (x of y core-hours), form undecided (...)', or what else ended it."""
+    undecided = why_undecided(decide, share, width, validated)
+    if not undecided:
+        return "decided"
+    last = state.get("rounds", [{}])[-1] if state.get("rounds") else {}
+    ended = state.get("ended") or ""
+    step = last.get("added") or {}
+    if ended.startswith("budget spent") or (not ended and step.get("last")):  # (the last step: measured after the rounds)
+        spent = last.get("spent_core_hours", float("nan")) + (step.get("core_hours", 0.0) if not ended else 0.0)
+        return f"budget spent ({spent:.3g} of {last.get('budget_core_hours', float('nan')):.3g} core-hours), {undecided}"
+    if ended == "decided":  # the rounds' own fit (of the run records) was decided, the final one is not
+        return f"{undecided}, though decided when measuring ended"
+    if ended:
+        return f"{ended}, {undecided}"
+    return f"{undecided}; measuring not ended (perfsweep run measures more)"

@@ -20,6 +20,9 @@ not meet the target gets more (rep ids continue: rep3, rep4, ...), up to ``max``
   ``level``, default 0.95) lies within +-x of the median (Hoefler and Belli, SC'15, Rule 5 / Sec. 4.2.2);
 - ``variability: {policy: remeasure}``: also the CV at most ``variability.cv_threshold``.
 
+After them, measuring until decided (config ``decide:``, perfsweep.sweep.decide): a study whose form is
+undecided gets more repetitions or points, within its budget.
+
 State: ``<results>/plan/<study>/repetitions.json``, ``{config_id: repetitions it needs now}``.
 """
 
@@ -33,6 +36,7 @@ from perfsweep.atomic import write_json_atomic
 from perfsweep.layout import REPETITIONS_FILE, plan_file
 from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
 from perfsweep.sweep.adapt import next_round
+from perfsweep.sweep.decide import decide_round
 from perfsweep.sweep.plan import add_planned_points, planned_repetitions
 from perfsweep.sweep.record import study_records
 
@@ -86,7 +90,7 @@ def adaptive_repetitions(sweep, results_dir: str | Path) -> Planned:
     for study in sweep.studies:
         if study.max_repetitions <= study.repetitions:
             continue
-        planned = planned_repetitions(study, results)
+        planned = planned_repetitions(study, results, decided=False)  # (measuring until decided adds its own)
         measured = study_records(results, study.name)
         new, short, at_max = dict(planned), 0, 0
         for cid, n in planned.items():
@@ -146,7 +150,18 @@ def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
 
 adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in sweep.studies)
 
-ROUND_STEPS: list[Callable[..., Planned]] = [adaptive_repetitions, adaptive_designs]
+
+def until_decided(sweep, results_dir: str | Path) -> Planned:
+    """The round step of measuring until decided (perfsweep.sweep.decide.decide_round), after the
+    planned rounds: more runs for a study whose form is undecided, within its budget. Settled once
+    every such study ended or was given the last runs its budget allows (a sweep without any: always)."""
+    more, settled = decide_round(sweep, results_dir)
+    return Planned(more, settled=settled)
+
+
+until_decided.active = decide_round.active
+
+ROUND_STEPS: list[Callable[..., Planned]] = [adaptive_repetitions, adaptive_designs, until_decided]
 
 
 def run_rounds(run_snakemake: Callable[[list[str]], int], sweep, results_dir: str | Path | None = None,

@@ -1,0 +1,254 @@
+"""Measure until decided (config key ``decide: {budget, lead_share, precision}``), a round step of
+``perfsweep run`` (perfsweep.sweep.rounds) after the planned rounds (the design's configurations at their
+planned repetitions, adaptive repetitions and an adaptive design's points included).
+
+After each round, a study whose runs are all measured gets its run time modelled as the workflow's
+stages model it (stage_model: the same tables and fit, so the same model as the models table's). It is
+*decided* where the model's lead share (the share of the resamples that agree with its lead terms) is
+at least ``lead_share`` and, with ``precision`` and validation points, the 90 % interval at those
+points is at most ``precision`` of the prediction wide (their median, as the models table's interval
+width). A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
+its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
+unit is the core-hour, as of an adaptive design's budget). The step:
+
+- a new point where the leading forms part most relative to the noise (model discrimination, Atkinson
+  and Fedorov 1975, T-optimality): among the grid's unmeasured points and those one step beyond its
+  largest value of each varied parameter (not the process count: beyond it the ranks would share cores),
+  the one where the medians of the log predictions of the resamples that agree with the lead terms and
+  of those that do not (all agree: the resamples' spread) lie furthest apart, in standard errors of a
+  new point's mean (the study's median CV over sqrt(k)); taken where they lie >= PARTS apart;
+- else one more repetition at the configurations whose CV is largest, as many as fit into half of the
+  budget (STEP_SHARE; at least one): less scatter, resamples that agree more, narrower intervals. Every
+  step costs a Snakemake start more, so a budget is spent in about two steps.
+
+A step that does not fit into what is left of the budget is not taken; when none fits, measuring ends:
+``budget spent``. A step after which no run fits is the last: the rounds then measure it with the
+whole workflow (a Snakemake start less), and the models table says the budget was spent. The state
+(``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state) holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
+and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``), or
+``no model``; the models table says per study in one line how measuring ended
+(perfsweep.sweep.plan.measuring_ended).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+from perfsweep import layout, tables
+from perfsweep.apps import metric_kinds
+from perfsweep.apps.registry import BUILTIN_APPS
+from perfsweep.atomic import write_json_atomic
+from perfsweep.errors import ModelingError, UserError
+from perfsweep.layout import DECIDE_FILE, plan_file
+from perfsweep.modeling.lead_orders import lead_terms
+from perfsweep.modeling.model import Model
+from perfsweep.modeling.pipeline import fit_study_models, oversubscribed_rows
+from perfsweep.stats import core_seconds, cv_of, ok_times
+from perfsweep.sweep.plan import decide_state, measured_repetitions, planned_repetitions, read_points, why_undecided
+from perfsweep.sweep.record import study_records
+
+PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
+STEP_SHARE = 0.5  # of the budget, one step of repetitions spends at most this (each a Snakemake start more)
+
+
+def decide_round(sweep, results_dir) -> tuple[bool, bool]:
+    """The round step: every study measured until decided that is not, gets its next step of runs.
+    (whether runs were added, whether it is settled: no study can be given more after them, as each
+    ended or was given the last step its budget allows)."""
+    said = [decide_study(sweep, study, results_dir) for study in sweep.studies if study.decide is not None]
+    return any(s in ("added", "last") for s in said), all(s in ("ended", "last") for s in said)
+
+
+decide_round.active = lambda sweep: any(s.decide is not None for s in sweep.studies)
+
+
+def decide_study(sweep, study, results_dir) -> str:
+    """One decision of a study, written to its decide.json: "added" (runs), "last" (the last runs its
+    budget allows), "ended", or "waiting" (for the runs of a round)."""
+    if study.design.kind == "adaptive" and read_points(results_dir, study.name).get("stopped") is None:
+        return "waiting"  # its design still adds points: those are planned rounds
+    state = decide_state(results_dir, study)
+    planned = measured_repetitions(study, results_dir)
+    base = planned_repetitions(study, results_dir, decided=False)
+    records = study_records(results_dir, study.name)
+    if any(k not in records.get(cid, {}) for cid, n in planned.items() for k in range(n)):
+        return "waiting"  # not all measured yet (or a failed round): nothing to decide on
+    measured = [[cid, n] for cid, n in sorted(planned.items())]
+    limits = [study.decide.budget, study.decide.lead_share, study.decide.precision]
+    rounds = state["rounds"]
+    if rounds and rounds[-1]["measured"] == measured and rounds[-1]["limits"] == limits:
+        return "ended" if state.get("ended") else "waiting"  # decided on these runs under these limits before
+    entry = {"round": len(rounds), "measured": measured, "limits": limits}
+    rounds.append(entry)
+    configs = study.configurations()
+    cost = {c.config_id: [core_seconds(r, sweep.processes) for k, r in sorted(records[c.config_id].items())
+                          if k < planned[c.config_id]] for c in configs}
+    more = {study.point(p).config_id for p in state["points"]}
+    plan_s = sum(sum(cost[c.config_id][:base[c.config_id]]) for c in configs if c.config_id not in more)
+    spent_s = sum(map(sum, cost.values())) - plan_s  # the added repetitions' and points' runs
+    entry.update(planned_core_hours=plan_s / 3600, spent_core_hours=spent_s / 3600,
+                 budget_core_hours=study.decide.budget * plan_s / 3600)
+    model, row, over = stage_model(sweep, study, results_dir, planned)
+    if model is None:
+        return _end(results_dir, study, state, f"no model of the run time ({row})")
+    width = float(row["validation_width"])
+    entry.update(lead=model.lead(), lead_share=model.lead_share, width=None if math.isnan(width) else width)
+    undecided = why_undecided(study.decide, model.lead_share, width, bool(study.validation))
+    if not undecided:
+        return _end(results_dir, study, state, "decided")
+    times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
+             if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
+    left = entry["budget_core_hours"] * 3600 - spent_s
+    step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600)
+    if step is None:
+        kind = "form undecided" if undecided.startswith("form") else "interval too wide"
+        return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
+    cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
+    step["last"] = left - 3600 * step["core_hours"] < cheapest  # no run fits after it: it ends measuring
+    entry["added"] = step
+    if "point" in step:
+        state["points"].append(step["point"])  # measured k times, as the design's points
+    for cid in step.get("repetitions", []):
+        state["repetitions"][cid] = state["repetitions"].get(cid, 0) + 1
+    state["ended"] = None
+    write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
+    what = (f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
+            if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) "
+            "of the largest CV")
+    print(f"perfsweep: study {study.name}: {undecided}: {what} ({entry['spent_core_hours']:.3g} of "
+          f"{entry['budget_core_hours']:.3g} core-hours spent" + (", the last step it allows)" if step["last"] else ")"),
+          flush=True)
+    return "last" if step["last"] else "added"
+
+
+def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> str:
+    """Measuring ends: say why, in the state and in one line to the user."""
+    state["ended"] = ended
+    write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
+    last = state["rounds"][-1]
+    spent = (f" ({last['spent_core_hours']:.3g} of {last['budget_core_hours']:.3g} core-hours)"
+             if "budget_core_hours" in last else "")
+    said = f"budget spent{spent}, {undecided}" if undecided else f"{ended}{spent}"  # (as measuring_ended says it)
+    print(f"perfsweep: study {study.name}: measuring ended: {said}", flush=True)
+    return "ended"
+
+
+def stage_model(sweep, study, results_dir, planned: dict[str, int]):
+    """The study's run-time model as the workflow's stages make it of the runs ``planned`` (config id ->
+    repetitions; the validation points' included): the runs, variability and aggregate tables
+    (perfsweep.tables), every (region, metric) fitted together (perfsweep.modeling.pipeline, whose
+    resamples depend on the sets fitted together). (model, its models-table row, the oversubscribed
+    config ids), or (None, why not, those ids)."""
+    paths = [layout.record(results_dir, study.name, cid, k) for cid, n in planned.items() for k in range(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runs, ranks, regions = tables.collect(paths, [c.config_id for c in study.validation])
+        var = tables.variability(runs, study.varied, sweep.cv_threshold, sweep.disturbed)
+        try:
+            agg = tables.aggregate(runs, ranks, regions, study.varied, var, sweep.cv_policy, None, sweep.processes,
+                                   sweep.disturbed, metric_kinds.declared(study.app))
+        except UserError as exc:  # no successful run
+            return None, str(exc), set()
+        over = set(agg.loc[oversubscribed_rows(agg, sweep.processes, study.varied), "config_id"])
+        try:
+            tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
+                                            design=study.design.kind, modeling=sweep.extra.get("modeling"))
+        except ModelingError as exc:
+            return None, str(exc), over
+    main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
+    if not len(main) or not main.iloc[0]["model"]:
+        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured"), over
+    (entry,) = [m for m in mods if m.get("region") == "all" and m.get("metric") == "time"]
+    return Model.from_dict(entry["model"]), main.iloc[0], over
+
+
+def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float) -> dict | None:
+    """The next runs within ``left`` core-seconds: a new point where the leading forms part by >= PARTS
+    standard errors, else one more repetition at the configurations of the largest CV (of those with
+    ``times``: those fitted), as many as fit into ``per_step`` (at least one); None if none fits."""
+    names = list(study.vary)
+    per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
+    cvs = [cv_of(t) for t in times]
+    noise = float(np.nanmedian(cvs)) if np.isfinite(cvs).any() else 0.1
+    cands = candidates(study, {c.config_id for c in configs})
+    if cands and model.bootstrap:
+        xc = np.array([[float(c.params[n]) for n in names] for c in cands])
+        parts = discrimination(model, xc) / (max(noise, 1e-3) / math.sqrt(study.repetitions))
+        rate = _cost_rate(model, configs, per_run, names, study.processes)
+        for i in np.argsort(-parts, kind="stable"):
+            if not parts[i] >= PARTS:
+                break
+            need = study.repetitions * rate * float(model.predict(xc[i:i + 1])[0]) * float(cands[i].params.get(study.processes, 1))
+            if need <= left:
+                return {"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
+                        "parts": float(parts[i]), "core_hours": need / 3600}
+    order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
+    chosen, need = [], 0.0
+    for i in order:
+        c = per_run.get(configs[i].config_id, 0.0)
+        if need + c > left or (chosen and need + c > per_step):
+            break
+        chosen.append(configs[i].config_id)
+        need += c
+    return {"repetitions": chosen, "core_hours": need / 3600} if chosen else None
+
+
+def _cost_rate(model, configs, per_run: dict, names: list[str], processes: str) -> float:
+    """Core-seconds per second of predicted time and process (the launch's overhead included): their
+    median over the measured configurations."""
+    rates = []
+    for c in configs:
+        if c.config_id in per_run:
+            pred = float(model.predict(np.array([[float(c.params[n]) for n in names]]))[0])
+            if pred > 0:
+                rates.append(per_run[c.config_id] / (pred * float(c.params.get(processes, 1))))
+    return float(np.median(rates)) if rates else 1.0
+
+
+def candidates(study, measured: set[str]) -> list:
+    """The points a new step may measure: the grid's and those one step beyond its largest value of a
+    varied parameter (the last step between its two largest values; not of the process count), except
+    those measured and the validation points, of values the built-in app can run."""
+    axes = []
+    for name, values in study.vary.items():
+        top = sorted(values)
+        beyond = [] if name == study.processes else [round(top[-1] + (top[-1] - top[-2]), 10)]
+        if beyond and all(isinstance(v, int) for v in values):
+            beyond = [int(beyond[0])]
+        axes.append([*values, *beyond])
+    skip = measured | {c.config_id for c in study.validation}
+    builtin = BUILTIN_APPS.get(study.app.get("name")) if "name" in study.app else None
+    out = []
+    for values in itertools.product(*axes):
+        cfg = study.point(dict(zip(study.vary, values)))
+        if cfg.config_id in skip:
+            continue
+        if builtin is not None:
+            try:
+                builtin.check(cfg.params)
+            except ValueError:
+                continue
+        out.append(cfg)
+    return out
+
+
+def discrimination(model, x: np.ndarray) -> np.ndarray:
+    """How far apart the leading forms' predictions lie at each point of ``x``: the distance between the
+    medians of the log predictions of the resamples that agree with the model's lead terms and of those
+    that do not; where all agree (or none), the standard deviation of all resamples' log predictions
+    (perfsweep.sweep.adapt.disagreement). 0 where a prediction is not positive."""
+    lead = lead_terms(model)
+    agree = [b for b in model.bootstrap if lead_terms(b) == lead]
+    other = [b for b in model.bootstrap if lead_terms(b) != lead]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if agree and other:
+            a = np.log(np.array([b.predict(x) for b in agree]))
+            o = np.log(np.array([b.predict(x) for b in other]))
+            out = np.abs(np.median(a, axis=0) - np.median(o, axis=0))
+        else:
+            out = np.std(np.log(np.array([b.predict(x) for b in model.bootstrap])), axis=0)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)

@@ -1,0 +1,235 @@
+"""Measuring until decided (perfsweep.sweep.decide): the decision on records of known functions, the
+config keys, and a real Snakemake sweep of the built-in ljmd in which an undecided study is measured
+until its budget is spent and a decided one gets no more runs."""
+
+import json
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import BIN
+from perfsweep.config import load_config
+from perfsweep.errors import ConfigError
+from perfsweep.sweep import decide, estimate, plan
+from test_designs import sweep_config, write_records
+
+VARY = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5]}
+
+
+def decide_sweep(tmp_path, rule, design=None, k=3):
+    cfg = sweep_config(VARY, design, results=tmp_path, k=k)
+    cfg["studies"]["s"]["decide"] = rule
+    cfg["studies"]["s"]["validate"] = [{"n": 2500, "m": 3}]
+    return load_config(cfg, source="c.yaml")
+
+
+def measure_what_was_added(tmp_path, sweep, func, rng):
+    """What the workflow does after a step added runs: plan the new points, write every missing record."""
+    plan.add_planned_points(sweep)
+    study = sweep.study("s")
+    want = plan.planned_repetitions(study, tmp_path)
+    for c in study.configurations():
+        have = len(list((tmp_path / "runs" / "s" / c.config_id).glob("rep*.json")))
+        if have < want[c.config_id]:
+            write_records(tmp_path, study, [c], func, k=want[c.config_id], rng=rng, noise=0.3, first=have)
+
+
+def state(tmp_path):
+    return json.loads((tmp_path / "plan" / "s" / "decide.json").read_text())
+
+
+def test_a_decided_study_gets_no_more_runs(tmp_path, capsys):
+    sweep = decide_sweep(tmp_path, {"budget": 0.5, "lead_share": 0.8})
+    study = sweep.study("s")
+    write_records(tmp_path, study, study.configurations(), lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2)
+    assert decide.decide_round(sweep, tmp_path) == (False, False)  # the validation point is not measured yet
+    assert not (tmp_path / "plan" / "s" / "decide.json").exists()
+    write_records(tmp_path, study, study.validation, lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2)
+    assert decide.decide_round(sweep, tmp_path) == (False, True)  # no runs, settled
+    s = state(tmp_path)
+    assert s["ended"] == "decided" and s["points"] == [] and s["repetitions"] == {}
+    assert s["rounds"][0]["lead_share"] >= 0.8
+    assert "study s: measuring ended: decided" in capsys.readouterr().out
+    assert plan.planned_repetitions(study, tmp_path) == {c.config_id: 3 for c in study.configurations()}
+    assert decide.decide_round(sweep, tmp_path) == (False, True)  # decided on these runs: not again
+
+
+def test_an_undecided_study_is_measured_until_its_budget_is_spent(tmp_path, capsys):
+    # 30 % noise on n * m^2 and a lead share of 1 asked for: the resamples never all agree
+    sweep = decide_sweep(tmp_path, {"budget": 0.4, "lead_share": 1.0})
+    study = sweep.study("s")
+    rng = np.random.default_rng(3)
+    func = lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2  # noqa: E731
+    write_records(tmp_path, study, [*study.configurations(), *study.validation], func, rng=rng, noise=0.3)
+    planned_runs = 3 * 25
+    steps = 0
+    while (said := decide.decide_round(sweep, tmp_path))[0]:
+        steps += 1
+        last = state(tmp_path)["rounds"][-1]["added"]["last"]
+        assert said == (True, last)  # settled after the last step the budget allows
+        assert decide.decide_round(sweep, tmp_path) == (False, False)  # the added runs are not measured yet
+        measure_what_was_added(tmp_path, sweep, func, rng)
+        assert steps < 60
+    s = state(tmp_path)
+    assert steps >= 2
+    assert s["ended"] == "budget spent, form undecided"
+    last = s["rounds"][-1]
+    assert last["lead_share"] < 1.0
+    assert last["planned_core_hours"] == pytest.approx(planned_runs * 0.5 / 3600)
+    # every run added was within the budget: 0.4 of the planned core-hours
+    assert 0 < last["spent_core_hours"] <= 0.4 * last["planned_core_hours"] + 1e-12
+    added = sum(s["repetitions"].values()) + 3 * len(s["points"])
+    assert last["spent_core_hours"] == pytest.approx(added * 0.5 / 3600)
+    out = capsys.readouterr().out
+    assert "study s: measuring ended: budget spent (" in out and "core-hours), form undecided (lead share" in out
+    line = plan.measuring_ended(study.decide, last["lead_share"], last["width"], True, s)
+    assert line.startswith("budget spent (") and "form undecided (lead share" in line and "\n" not in line
+    for p in s["points"]:  # new points lie in the grid or one step beyond its largest values
+        assert all(v in VARY[n] or v == 2 * VARY[n][-1] - VARY[n][-2] for n, v in p.items())
+    plan.add_planned_points(sweep)
+    ids = {c.config_id for c in study.configurations()}
+    assert all(study.point(p).config_id in ids for p in s["points"])
+    assert decide.decide_round(sweep, tmp_path) == (False, True)  # ended on these runs: not again
+    # a raised budget measures on from where it ended
+    more = decide_sweep(tmp_path, {"budget": 0.8, "lead_share": 1.0})
+    plan.add_planned_points(more)
+    assert decide.decide_round(more, tmp_path)[0] is True and state(tmp_path)["ended"] is None
+
+
+def test_the_leading_forms_part_where_they_are_measured_least():
+    # two forms fitted alike on n <= 1000 part most beyond it: the candidates one step beyond come first
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+    from fractions import Fraction
+    lin = Model(["n"], [Term((Factor(0, Fraction(1), 0),))], np.array([0.0, 1.0]))
+    sq = Model(["n"], [Term((Factor(0, Fraction(2), 0),))], np.array([0.0, 1.0 / 1000]))
+    lin.bootstrap = [lin, lin, sq]
+    x = np.array([[200.0], [1000.0], [1200.0]])
+    parts = decide.discrimination(lin, x)
+    assert parts[1] == pytest.approx(0.0, abs=1e-12) and parts[0] == pytest.approx(np.log(5))
+    assert parts[2] == pytest.approx(np.log(1.2))
+
+
+def test_candidates_are_the_grid_and_one_step_beyond_but_not_in_p(tmp_path):
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+           "results": str(tmp_path), "decide": {"budget": 0.5},
+           "studies": {"s": {"vary": {"n": [100, 200, 300], "p": [1, 2]}}}}
+    study = load_config(cfg).study("s")
+    cands = decide.candidates(study, {c.config_id for c in study.configurations()})
+    assert sorted(c.config_id for c in cands) == ["n=400_p=1", "n=400_p=2"]
+
+
+def test_config_keys_and_bad_values():
+    cfg = sweep_config(VARY)
+    assert load_config(cfg).study("s").decide is None  # off by default
+    s = load_config({**cfg, "decide": {"budget": 0.5}}).study("s")
+    assert (s.decide.budget, s.decide.lead_share, s.decide.precision) == (0.5, 0.8, None)
+    cfg["studies"]["s"]["decide"] = {"budget": 0.2, "precision": 0.3, "lead_share": 0.9}
+    s = load_config({**cfg, "decide": {"budget": 0.5}}).study("s")
+    assert (s.decide.budget, s.decide.lead_share, s.decide.precision) == (0.2, 0.9, 0.3)
+    for bad, where in [({"lead_share": 0.8}, "studies.s.decide"), ({"budget": -1}, "studies.s.decide.budget"),
+                       ({"budget": 0.5, "lead_share": 1.5}, "studies.s.decide.lead_share"),
+                       ({"budget": 0.5, "until": 3}, "studies.s.decide")]:
+        cfg["studies"]["s"]["decide"] = bad
+        with pytest.raises(ConfigError) as err:
+            load_config(cfg, source="c.yaml")
+        assert str(err.value).startswith(f"c.yaml: {where}: ") and "\n" not in str(err.value), str(err.value)
+    cfg["studies"]["s"]["decide"] = {"budget": 0.5}
+    with pytest.raises(ConfigError, match=r"^c.yaml: studies.s.decide: measuring until decided with bundle: repetitions"):
+        load_config({**cfg, "bundle": "repetitions"}, source="c.yaml")
+
+
+def test_plan_shows_the_budget(tmp_path):
+    sweep = decide_sweep(tmp_path, {"budget": 0.5, "lead_share": 0.8})
+    write_records(tmp_path, sweep.study("s"), sweep.study("s").configurations(), lambda p: 1.0, wall=2.0, sweep=sweep)
+    lines = estimate.plan_lines(sweep)
+    (line,) = [l for l in lines if l.startswith("  s measuring until decided")]
+    # 25 configurations x 3 runs x 2 s: 150 core-seconds planned, half of it the budget
+    assert "lead share >= 80 %" in line and f"budget {0.5 * 150 / 3600:.4g} core-hours" in line, line
+
+
+@pytest.mark.slow
+def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp_path):
+    """perfsweep run of the built-in ljmd: a study that asks for what its noise cannot give (a 90 %
+    interval 0.1 % wide, every resample agreeing) gets more runs until its budget is spent, and says so in
+    one line; one that is decided from the start (any lead share of 5 % and more) gets none."""
+    study = {"vary": {"n": [100, 150, 200, 250, 300]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1},
+             "validate": {"points": [{"n": 600}], "repetitions": 2}}
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+           "repetitions": 2, "results": "results", "exclusive": False,
+           "studies": {"undecided": {**study, "decide": {"budget": 0.5, "lead_share": 1.0, "precision": 0.001}},
+                       "decided": {**study, "decide": {"budget": 0.5, "lead_share": 0.05}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    shown = subprocess.run([str(BIN / "perfsweep"), "plan", "c.yaml"], cwd=tmp_path, capture_output=True, text=True)
+    assert "  undecided measuring until decided (lead share >= 100 % and a 90 % interval at most 0.1 % wide): budget" in shown.stdout, shown.stdout
+    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", "--no-report"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = tmp_path / "results"
+    runs = {name: len(list((results / "runs" / name).rglob("rep*.json"))) for name in ("undecided", "decided")}
+    assert runs["decided"] == 5 * 2 + 2  # the design's and the validation point's runs, nothing more
+    decided = json.loads((results / "plan" / "decided" / "decide.json").read_text())
+    assert decided["ended"] == "decided" and decided["repetitions"] == {} and decided["points"] == []
+    state = json.loads((results / "plan" / "undecided" / "decide.json").read_text())
+    added = sum(state["repetitions"].values()) + 2 * len(state["points"])
+    assert added >= 1 and runs["undecided"] == 12 + added
+    last = state["rounds"][-1]
+    assert last["budget_core_hours"] == pytest.approx(0.5 * last["planned_core_hours"])
+    # ended when no run fitted into the budget, or with the last step it allowed (measured by the whole
+    # workflow's Snakemake start, a start less)
+    assert (state["ended"] or "").startswith("budget spent, ") or (state["ended"] is None and last["added"]["last"])
+    assert "perfsweep: study decided: measuring ended: decided" in proc.stdout
+    assert "perfsweep: study undecided: measuring until decided: budget spent (" in proc.stdout
+    # the models table, models.json and the summary say it, in one line per study
+    models = pd.read_csv(results / "models" / "undecided" / "models.csv")
+    (line,) = models.loc[(models["region"] == "all") & (models["metric"] == "time"), "measuring"]
+    assert line.startswith("budget spent (") and ("form undecided" in line or "interval too wide" in line), line
+    (entry,) = [m for m in json.loads((results / "models" / "undecided" / "models.json").read_text())
+                if m["region"] == "all" and m["metric"] == "time"]
+    assert entry["measuring"] == line
+    summary = pd.read_csv(results / "tables" / "models_summary.csv").set_index("study")
+    assert summary.loc["undecided", "measuring"] == line and summary.loc["decided", "measuring"] == "decided"
+
+
+@pytest.mark.parametrize("scatter, step", [(0.01, "point"), (0.5, "repetitions")])
+def test_a_new_point_where_the_forms_part_beyond_the_noise_else_repetitions(scatter, step):
+    # the resamples choose n or n^2 (alike at n = 1000, 20 % apart one step beyond it): with 1 % scatter
+    # that is ~25 standard errors of a new point's mean, worth its runs; with 50 % it is < 1: repeat
+    from fractions import Fraction
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+    study = load_config(sweep_config({"n": [200, 400, 600, 800, 1000]})).study("s")
+    lin = Model(["n"], [Term((Factor(0, Fraction(1), 0),))], np.array([0.0, 1.0]))
+    sq = Model(["n"], [Term((Factor(0, Fraction(2), 0),))], np.array([0.0, 1.0 / 1000]))
+    lin.bootstrap = [lin, lin, sq]
+    configs = study.configurations()
+    times = [[c.params["n"] * (1 - scatter), c.params["n"] * (1 + scatter)] for c in configs]
+    cost = {c.config_id: [1.0, 1.0] for c in configs}
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)
+    if step == "point":
+        assert got["point"] == {"n": 1200} and got["id"] == "n=1200" and got["parts"] > 2
+    else:
+        assert "point" not in got and len(got["repetitions"]) == 3  # as many as fit into the step's 3 s
+    assert decide._next_step(study, lin, configs, times, cost, left=0.5, per_step=3.0) is None  # nothing fits
+
+
+def test_how_measuring_ended_in_one_line():
+    from perfsweep.sweep.designs import Decide
+    rule = Decide(budget=0.5, lead_share=0.8, precision=0.5)
+    spent = {"rounds": [{"spent_core_hours": 0.002, "budget_core_hours": 0.0025}], "ended": "budget spent, form undecided"}
+    assert plan.measuring_ended(rule, 0.9, 0.3, True, spent) == "decided"  # the final model decides
+    assert plan.measuring_ended(rule, 0.9, 0.7, False, spent) == "decided"  # no validation points: no width asked
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, spent) == \
+        "budget spent (0.002 of 0.0025 core-hours), form undecided (lead share 50 % < 80 %)"
+    assert plan.measuring_ended(rule, 0.9, 0.7, True, spent) == ("budget spent (0.002 of 0.0025 core-hours), interval "
+                                                                 "too wide (90 % interval at the validation points 70 % "
+                                                                 "of the prediction > 50 %)")
+    # the last step the budget allowed, measured with the whole workflow: its estimated core-hours counted
+    last = {"rounds": [{"spent_core_hours": 0.001, "budget_core_hours": 0.0025,
+                        "added": {"repetitions": ["n=200"], "core_hours": 0.0012, "last": True}}], "ended": None}
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, last).startswith("budget spent (0.0022 of 0.0025 core-hours), form")
+    assert plan.measuring_ended(rule, 0.5, 0.3, True, {}).endswith("measuring not ended (perfsweep run measures more)")
+    assert plan.measuring_ended(rule, float("nan"), 0.3, True, {}).startswith("form undecided (no lead share: no resamples)")

@@ -29,6 +29,6 @@ rule all:
     default_target: True
 
 
-rule runs:  # the run records only: what `perfsweep run` measures in rounds (perfsweep.sweep.rounds)
+rule runs:  # the run records only: what `perfsweep run` measures in rounds (perfsweep.steps.rounds)
     input:
         get_all_run_records,

@@ -28,7 +28,8 @@ import sys
 import tempfile
 import time
 
-from perfsweep.config import REPO_ROOT, SweepConfig, load_config, load_config_file
+from perfsweep.config import SweepConfig, load_config, load_config_file
+from perfsweep.layout import REPO_ROOT
 from perfsweep.sweep.run import execute
 from perfsweep.sweep.spec import RunSpec
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from perfsweep.config import REPO_ROOT
+from perfsweep.layout import REPO_ROOT
 from perfsweep.modeling import exponent_pairs, fit_models
 from perfsweep.modeling.extrap_env import run_extrap
 from perfsweep.modeling.extrap_io import read_extrap

@@ -1,5 +1,5 @@
 """Launchers, SLURM resources and the allocation of a run (perfsweep.cluster.launch), and the failure
-record of a run SLURM ended (perfsweep.cluster.ended). The real cluster runs are in test_slurm.py."""
+record of a run SLURM ended (perfsweep.sweep.ended). The real cluster runs are in test_slurm.py."""
 
 import json
 import os
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import runner_argv
-from perfsweep.cluster.ended import ended_record, record_ended_runs, slurm_end
+from perfsweep.sweep.ended import ended_record, record_ended_runs, slurm_end
 from perfsweep.cluster.launch import MPIEXEC, ClusterSettings, expand_hostlist, parse_job, placement, resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError

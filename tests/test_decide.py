@@ -1,4 +1,4 @@
-"""Measuring until decided (perfsweep.sweep.decide): the decision on records of known functions, the
+"""Measuring until decided (perfsweep.steps.decide): the decision on records of known functions, the
 config keys, and a real Snakemake sweep of the built-in ljmd in which an undecided study is measured
 until its budget is spent and a decided one gets no more runs."""
 
@@ -13,7 +13,8 @@ import yaml
 from conftest import BIN
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.sweep import decide, estimate, plan
+from perfsweep.steps import decide, estimate
+from perfsweep.sweep import plan
 from test_designs import sweep_config, write_records
 
 VARY = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5]}

@@ -14,7 +14,8 @@ from perfsweep.atomic import write_json_atomic
 from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.sweep import adapt, estimate, plan
+from perfsweep.steps import adapt, estimate
+from perfsweep.sweep import plan
 from perfsweep.sweep.record import OTHER_LAUNCH, RUN_SCHEMA
 from perfsweep.sweep.spec import RunSpec
 
@@ -337,7 +338,7 @@ def test_plan_counts_the_repetitions_adaptive_rounds_planned(tmp_path):
     path.write_text(json.dumps(cfg))
     study = load_config(cfg).study("s")
     first = study.configurations()[0].config_id
-    # a round asked for 3 repetitions of one configuration (perfsweep.sweep.rounds' state file)
+    # a round asked for 3 repetitions of one configuration (perfsweep.steps.rounds' state file)
     write_json_atomic(tmp_path / "results" / "plan" / "s" / "repetitions.json", {first: 3})
     out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

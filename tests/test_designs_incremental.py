@@ -64,7 +64,7 @@ def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
     proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     out = proc.stdout
     assert proc.returncode == 0, out[-4000:]
-    first, _, second = out.partition("perfsweep: round 2 ")  # "round 2 of at most 8: ..." (perfsweep.sweep.rounds)
+    first, _, second = out.partition("perfsweep: round 2 ")  # "round 2 of at most 8: ..." (perfsweep.steps.rounds)
     assert runs_in(first) == 10  # the 5 line points x 2 repetitions
     assert runs_in(second) == 4  # the 2 points the round added x 2 repetitions, nothing else
     state = json.loads((results / "plan" / "nm" / "points.json").read_text())

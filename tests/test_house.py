@@ -14,7 +14,7 @@ import yaml
 
 from conftest import REPO, snakemake
 from perfsweep import layout
-from perfsweep.cluster.ended import ended_record
+from perfsweep.sweep.ended import ended_record
 from perfsweep.sweep.spec import RunSpec
 
 SRC = REPO / "src" / "perfsweep"
@@ -139,8 +139,8 @@ def test_the_runner_a_run_job_starts_loads_no_config_or_modeling_machinery(modul
             "('perfsweep', 'yaml', 'jsonschema', 'numpy', 'pandas', 'scipy')))))")
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                                 cwd=REPO).stdout.split())
-    assert {"perfsweep.sweep.run", "perfsweep.sweep.spec", "perfsweep.cluster.ended"} <= loaded
-    assert not loaded & {"perfsweep.config", "perfsweep.sweep.designs", "perfsweep.sweep.estimate",
+    assert {"perfsweep.sweep.run", "perfsweep.sweep.spec", "perfsweep.sweep.ended"} <= loaded
+    assert not loaded & {"perfsweep.config", "perfsweep.sweep.designs", "perfsweep.steps.estimate",
                          "perfsweep.cli", "perfsweep.modeling", "yaml", "jsonschema", "numpy", "pandas",
                          "scipy"}, loaded
 
@@ -169,11 +169,10 @@ def test_nothing_below_the_front_end_imports_it():
 # belong to the base.
 LAYERS = (
     ("base", ("perfsweep", "atomic", "layout", "errors", "values", "stats", "tidy")),
-    ("run", ("apps", "cube", "cluster", "runner", "sweep", "sweep.spec", "sweep.record", "sweep.recover",
-             "sweep.run", "sweep.designs", "sweep.plan", "sweep.order", "sweep.host")),
+    ("run", ("apps", "cube", "cluster", "runner", "sweep")),
     ("config", ("config", "config_fields", "config_doc")),
     ("analysis", ("modeling", "tables", "metrics", "overhead", "report", "report_check")),
-    ("steps", ("sweep.estimate", "sweep.rounds", "sweep.adapt", "sweep.decide")),
+    ("steps", ("steps",)),
     ("views", ("compare", "plots", "reproduce")),
     ("stages", ("stages",)),
     ("front end", ("cli",)),
@@ -204,12 +203,16 @@ def test_every_import_runs_down_the_layers():
     assert up == []
 
 
-def test_the_layer_check_sees_an_import_up_and_ignores_annotations_only(tmp_path):
-    assert layer_of("perfsweep.sweep.rounds") > layer_of("perfsweep.modeling.fit") > layer_of("perfsweep.sweep.run")
+def test_the_layer_check_sees_an_import_up_and_ignores_annotations_only(tmp_path, monkeypatch):
+    assert layer_of("perfsweep.steps.rounds") > layer_of("perfsweep.modeling.fit") > layer_of("perfsweep.sweep.run")
     assert layer_of("perfsweep.cli.compare") > layer_of("perfsweep.compare.judge") > layer_of("perfsweep.modeling")
-    # sweep.spec names the config in its annotations only (under TYPE_CHECKING): no run-time arrow up
-    assert "perfsweep.config" in import_graph()["perfsweep.sweep.spec"]
-    assert "perfsweep.config" not in _runtime_imports(MODULES["perfsweep.sweep.spec"])
+    # a module that names the config in its annotations only (under TYPE_CHECKING): no run-time arrow up
+    (tmp_path / "perfsweep").mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path / "perfsweep")
+    module = tmp_path / "perfsweep" / "annotated.py"
+    module.write_text("from typing import TYPE_CHECKING\nfrom perfsweep import layout\nif TYPE_CHECKING:\n"
+                      "    from perfsweep.config import SweepConfig\n")
+    assert _runtime_imports(module) == {"perfsweep.layout"}
     assert "perfsweep.sweep.spec" in _runtime_imports(MODULES["perfsweep.sweep.run"])
 
 

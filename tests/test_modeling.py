@@ -296,7 +296,7 @@ def test_no_constant_under_rising_real_data():
     relative weights alone chose the constant 441 (adjusted R^2 -0.84)."""
     import pandas as pd
 
-    from perfsweep.config import REPO_ROOT
+    from perfsweep.layout import REPO_ROOT
 
     mpi = pd.read_csv(REPO_ROOT / "resources" / "reference-data" / "extrap" / "mpi_collectives_1p.csv")
     sel = mpi[(mpi["mpi"] == "IntelMPI") & (mpi["variable"] == "MPI_Barrier")].sort_values("Ranks")
@@ -403,7 +403,7 @@ def test_real_data_models_explain_as_much_as_a_single_term():
     than 0.001 below the best single-term model's (bench/modeler_real_data.py prints the rest)."""
     import pandas as pd
 
-    from perfsweep.config import REPO_ROOT
+    from perfsweep.layout import REPO_ROOT
     from perfsweep.modeling.extrap_io import read_extrap
 
     data = REPO_ROOT / "resources" / "reference-data" / "extrap"
@@ -428,7 +428,7 @@ def test_own_sweeps_models_explain_as_much_as_a_single_term():
     RMSD studies, all repetitions): the same rule for every (region, metric) the pipeline models."""
     import pandas as pd
 
-    from perfsweep.config import REPO_ROOT
+    from perfsweep.layout import REPO_ROOT
     from perfsweep.modeling.pipeline import UNMODELLED, repetitions
 
     paths = sorted((REPO_ROOT / "resources" / "reference-data" / "perfsweep-sweeps").glob("*/*.csv"))

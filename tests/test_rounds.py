@@ -1,4 +1,4 @@
-"""Adaptive repetitions (perfsweep.sweep.rounds): the targets, the config keys, and rounds of the real Snakemake
+"""Adaptive repetitions (perfsweep.steps.rounds): the targets, the config keys, and rounds of the real Snakemake
 through `perfsweep run` that measure only what is missing."""
 
 import json
@@ -13,7 +13,8 @@ from conftest import BIN
 from perfsweep import layout, stats
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.sweep import plan, rounds
+from perfsweep.steps import rounds
+from perfsweep.sweep import plan
 
 # An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
 # 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.

@@ -34,7 +34,6 @@ from perfsweep.errors import ConfigError, DuplicateKey
 from perfsweep.sweep.designs import Decide, Design, design_configurations, max_size, parse_decide, parse_design
 from perfsweep.values import Configuration, format_value
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
 SCHEMA = "schemas/config.schema.yaml"  # package data: the one copy of the config schema
 
 
@@ -48,7 +47,7 @@ class Study:
     description: str = ""
     app: dict[str, Any] = field(default_factory=dict)
     processes: str = PROCESS_COUNT  # the sweep's process-count parameter (config key processes:)
-    # adaptive repetitions (perfsweep.sweep.rounds): `repetitions` is the min, up to max_repetitions
+    # adaptive repetitions (perfsweep.steps.rounds): `repetitions` is the min, up to max_repetitions
     max_repetitions: int | None = None
     until: dict[str, float] = field(default_factory=dict)
 
@@ -62,7 +61,7 @@ class Study:
     validation: tuple[Configuration, ...] = ()
     validation_repetitions: int = 0
     variant: str | None = None  # paired measurement (config key variants:): the name is <study>@<variant>
-    decide: Decide | None = None  # measure until decided (config key decide:, perfsweep.sweep.decide)
+    decide: Decide | None = None  # measure until decided (config key decide:, perfsweep.steps.decide)
     more: tuple[dict[str, Any], ...] = ()  # its points, {varied parameter: value} (<results>/plan/<study>/decide.json)
 
     @property

@@ -76,7 +76,7 @@ class RunFailed(RuntimeError):
 class Interrupted(BaseException):
     """SIGTERM/SIGINT arrived while the runner worked (scancel, Ctrl-C). The attempt's ``killed`` record
     is archived (perfsweep.sweep.run), so that the attempt after the last one knows the run was
-    interrupted, not ended (perfsweep.cluster.ended)."""
+    interrupted, not ended (perfsweep.sweep.ended)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)

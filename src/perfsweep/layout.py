@@ -30,13 +30,14 @@ from perfsweep.values import PathLike
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
 QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.sweep.record.set_aside)
 POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.sweep.plan)
-DECIDE_FILE = "decide.json"  # measuring until decided: its runs, points and why it ended (perfsweep.sweep.decide)
+DECIDE_FILE = "decide.json"  # measuring until decided: its runs, points and why it ended (perfsweep.steps.decide)
 ORDER_FILE = "order.json"  # each run's place in its round's random order (perfsweep.sweep.order)
 _RECORD = re.compile(r"rep(\d+)\.json")
 _ARCHIVED = re.compile(r"rep\d+\.attempt\d+\..+\.json")
 LEFTOVER_GLOB = ".rep*.json.*.tmp"  # perfsweep.atomic.atomic_file's temporary file of a record (or its copy)
 
 Results = PathLike  # a results directory
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (an installed package has none)
 
 
 # ---- paired measurement: a variant's study is <study>@<variant> (config key variants:)

@@ -56,7 +56,7 @@ STUDIES = {s.name: s for s in SWEEP.studies}
 # every configuration measured: the design's and the validation points (config key validate:, never fitted)
 CONFIGS = {(s.name, c.config_id): c for s in SWEEP.studies for c in s.measured_configurations()}
 # repetitions per configuration: k, or with adaptive repetitions what the rounds planned so far
-# (<results>/plan/<study>/repetitions.json, perfsweep.sweep.rounds): raising it adds only the new rep<k>;
+# (<results>/plan/<study>/repetitions.json, perfsweep.steps.rounds): raising it adds only the new rep<k>;
 # a validation point: its fixed count
 REPS = {(s.name, cid): n for s in SWEEP.studies for cid, n in measured_repetitions(s, R).items()}
 

@@ -1,5 +1,5 @@
 """``perfsweep plan [CONFIG]``: per study its design, configurations, runs and estimated core-hours
-(perfsweep.sweep.estimate)."""
+(perfsweep.steps.estimate)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 
 from perfsweep.cli.arguments import DEFAULT_CONFIG, seconds
 from perfsweep.config import load_config_file
-from perfsweep.sweep.estimate import ASSUMED_SECONDS, plan_lines
+from perfsweep.steps.estimate import ASSUMED_SECONDS, plan_lines
 
 
 def register(sub) -> None:

@@ -1,5 +1,5 @@
 """``perfsweep run [CONFIG] [-- SNAKEMAKE ARGS]``: validate, then run the sweep with Snakemake on this
-machine, in rounds (perfsweep.sweep.rounds); Ctrl-C and SIGTERM stop it with the finished runs kept, and
+machine, in rounds (perfsweep.steps.rounds); Ctrl-C and SIGTERM stop it with the finished runs kept, and
 the last lines say what failed and why."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from pathlib import Path
 
 from perfsweep import layout
 from perfsweep.cli.arguments import DEFAULT_CONFIG, positive_int
-from perfsweep.config import REPO_ROOT, load_config_file
+from perfsweep.config import load_config_file
+from perfsweep.layout import REPO_ROOT
 from perfsweep.errors import Terminated, UserError
 from perfsweep.sweep.recover import acquire_run_lock, workdir_busy
-from perfsweep.sweep.rounds import run_rounds
+from perfsweep.steps.rounds import run_rounds
 from perfsweep.sweep.run import descendants
 from perfsweep.tables import no_successful_run
 

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfsweep.config import REPO_ROOT
+from perfsweep.layout import REPO_ROOT
 
 EXTRAP_VERSION = "4.2.5"
 DEFAULT_VENV = Path(os.environ.get("PERFSWEEP_EXTRAP_VENV", REPO_ROOT / ".extrap-venv"))

@@ -5,7 +5,7 @@ Usage::
     study.design                      # Design(kind="sparse", base={}, extra=2, ...), from the config
     study.configurations()            # the design's configurations (ids as in the full grid)
     perfsweep.sweep.plan.add_planned_points(sweep)   # + the points earlier adaptive rounds added
-    perfsweep.sweep.adapt.next_round(sweep, "results")  # after a round of runs: adaptive studies add points
+    perfsweep.steps.adapt.next_round(sweep, "results")  # after a round of runs: adaptive studies add points
 
 Designs (config key ``design:`` per study, or at the top level as every study's default):
 
@@ -122,7 +122,7 @@ def parse_design(value: Any, source: str, where: str, vary: dict[str, list[Any]]
 
 @dataclass(frozen=True)
 class Decide:
-    """Measure until decided (config key ``decide:``, perfsweep.sweep.decide): after the planned rounds a
+    """Measure until decided (config key ``decide:``, perfsweep.steps.decide): after the planned rounds a
     study whose time model's lead share is under ``lead_share`` or whose 90 % interval at its validation
     points is wider than ``precision`` (of the prediction) gets more runs, within ``budget``: a share of
     the study's planned core-hours (its design's configurations at their planned repetitions)."""

@@ -1,4 +1,4 @@
-"""State of the rounds a sweep has run (``perfsweep run``, perfsweep.sweep.rounds), as the workflow reads it
+"""State of the rounds a sweep has run (``perfsweep run``, perfsweep.steps.rounds), as the workflow reads it
 while it plans (workflow/rules/common.smk) and as ``perfsweep plan`` counts it: the repetitions adaptive
 repetitions planned (``repetitions.json``; with variants the most any variant of a study asked), the
 points adaptive designs added (``points.json``) and the repetitions and points measuring until decided
@@ -97,7 +97,7 @@ def add_planned_points(sweep) -> None:
             study.more = tuple(decide_state(sweep.results, study)["points"])
 
 
-# ---- measuring until decided (perfsweep.sweep.decide): what it added, how much it spent, why it ended
+# ---- measuring until decided (perfsweep.steps.decide): what it added, how much it spent, why it ended
 
 def decide_state(results: str | Path, study) -> dict[str, Any]:
     """The state of measuring ``study`` until decided (a new one if there is none): the ``repetitions``

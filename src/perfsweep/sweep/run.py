@@ -37,7 +37,7 @@ from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
 from perfsweep.atomic import atomic_file, write_json_atomic
-from perfsweep.cluster.ended import record_ended_runs
+from perfsweep.sweep.ended import record_ended_runs
 from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
 from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
 from perfsweep.layout import record_lock, split_variant

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from perfsweep import layout
 from perfsweep.apps import scorep
@@ -22,8 +22,9 @@ from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT
 from perfsweep.cluster.launch import KINDS, MPIEXEC, PYTHON, ClusterSettings, resolved_from
 from perfsweep.values import format_value
 
-if TYPE_CHECKING:  # annotations only: the config machinery (jsonschema, yaml) is not needed to run a spec
-    from perfsweep.config import Configuration, SweepConfig
+# A spec is built from the sweep (``Sweep``: a perfsweep.config.SweepConfig) in the workflow; this module does
+# not import the config, which stands above the run layer (a run job loads no jsonschema or yaml).
+Sweep = Any
 
 # how a run's output is read (its time, its metrics, the timings file): recorded in the record's launch,
 # so that a record read otherwise is of another launch (RunSpec.launched)
@@ -97,7 +98,7 @@ class RunSpec:
         return command in commands
 
     @classmethod
-    def build(cls, sweep: SweepConfig, cfg: Configuration, repetition: int) -> "RunSpec":
+    def build(cls, sweep: Sweep, cfg: Configuration, repetition: int) -> "RunSpec":
         study, config_id, params = cfg.study, cfg.config_id, cfg.params
         archive = layout.archive_dir(sweep.results, study, config_id)
         fmt = {k: format_value(v) for k, v in params.items()}
@@ -131,7 +132,7 @@ class RunSpec:
                    profile=scorep.profile_path(app.get("profile"), fmt, study, config_id, repetition))
 
     @classmethod
-    def build_repetitions(cls, sweep: SweepConfig, cfg: Configuration, count: int) -> list["RunSpec"]:
+    def build_repetitions(cls, sweep: Sweep, cfg: Configuration, count: int) -> list["RunSpec"]:
         """The specs of a configuration's repetitions 0..count-1 (bundle mode): built once and copied
         with each repetition; a Score-P profile path may name the repetition, so those are built each."""
         first = cls.build(sweep, cfg, 0)
@@ -148,7 +149,7 @@ def launcher_prefix(template: str, fmt: dict[str, str], processes: str = PROCESS
     return shlex.split(template.format(**values))
 
 
-def cluster_launch(sweep: SweepConfig, params: dict[str, Any], fmt: dict[str, str]) -> dict[str, Any]:
+def cluster_launch(sweep: Sweep, params: dict[str, Any], fmt: dict[str, str]) -> dict[str, Any]:
     """The launch prefix of this run inside a SLURM job, from the config's cluster: section."""
     settings = ClusterSettings.from_config(sweep.extra.get("cluster"))
     threads = settings.threads(params)

@@ -96,7 +96,7 @@ def ended_record(spec: Any, output: str, attempt: int, bundled: bool = False) ->
         "order": (prior or {}).get("order"),  # its place in the run order, as its last attempt recorded it
         "perfsweep_version": __version__, "status": status, "time": None, "returncode": None,
         "error": f"attempt {last} (the last) left no result: {why}",
-        "recorded_by": f"attempt {attempt} on {socket.gethostname()} (perfsweep.cluster.ended)",
+        "recorded_by": f"attempt {attempt} on {socket.gethostname()} (perfsweep.sweep.ended)",
     }
     return record
 

@@ -1,4 +1,4 @@
-"""Adaptive designs, round by round: after a round of runs (``perfsweep run``, perfsweep.sweep.rounds), model an
+"""Adaptive designs, round by round: after a round of runs (``perfsweep run``, perfsweep.steps.rounds), model an
 adaptive study's run time and add the grid points where the resampled models disagree most, or record why
 the study stops (lead terms stable, budget, rounds, grid exhausted). The design itself, which points a
 study starts with, is perfsweep.sweep.designs; the state of the rounds is perfsweep.sweep.plan (points.json)."""
@@ -21,7 +21,7 @@ from perfsweep.sweep.record import study_records
 
 
 def next_round(sweep, results_dir) -> bool:
-    """A round step (perfsweep.sweep.rounds): for every adaptive study whose configurations are all
+    """A round step (perfsweep.steps.rounds): for every adaptive study whose configurations are all
     measured, model its run time and add the points where the models disagree most, or record why
     it stops. True if points were added (another round of runs is needed)."""
     added = False

@@ -20,7 +20,7 @@ not meet the target gets more (rep ids continue: rep3, rep4, ...), up to ``max``
   ``level``, default 0.95) lies within +-x of the median (Hoefler and Belli, SC'15, Rule 5 / Sec. 4.2.2);
 - ``variability: {policy: remeasure}``: also the CV at most ``variability.cv_threshold``.
 
-After them, measuring until decided (config ``decide:``, perfsweep.sweep.decide): a study whose form is
+After them, measuring until decided (config ``decide:``, perfsweep.steps.decide): a study whose form is
 undecided gets more repetitions or points, within its budget.
 
 State: ``<results>/plan/<study>/repetitions.json``, ``{config_id: repetitions it needs now}``.
@@ -35,8 +35,8 @@ from typing import Callable, NamedTuple
 from perfsweep.atomic import write_json_atomic
 from perfsweep.layout import REPETITIONS_FILE, plan_file
 from perfsweep.stats import cv_of, median_ci, min_ci_runs, ok_times
-from perfsweep.sweep.adapt import next_round
-from perfsweep.sweep.decide import decide_round
+from perfsweep.steps.adapt import next_round
+from perfsweep.steps.decide import decide_round
 from perfsweep.sweep.plan import add_planned_points, planned_repetitions
 from perfsweep.sweep.record import study_records
 
@@ -142,7 +142,7 @@ adaptive_repetitions.active = lambda sweep: any(s.max_repetitions > s.repetition
 # attribute ``active(sweep) -> bool`` whether it can plan anything for a sweep (when none can, the sweep
 # runs in one Snakemake invocation, as without rounds).
 def adaptive_designs(sweep, results_dir: str | Path) -> Planned:
-    """The round step of adaptive designs (perfsweep.sweep.adapt.next_round): more points where the models
+    """The round step of adaptive designs (perfsweep.steps.adapt.next_round): more points where the models
     of an adaptive study disagree most. Never settled while a study is adaptive: the models of the
     next points decide whether it adds more."""
     return Planned(next_round(sweep, results_dir), settled=not adaptive_designs.active(sweep))
@@ -152,7 +152,7 @@ adaptive_designs.active = lambda sweep: any(s.design.kind == "adaptive" for s in
 
 
 def until_decided(sweep, results_dir: str | Path) -> Planned:
-    """The round step of measuring until decided (perfsweep.sweep.decide.decide_round), after the
+    """The round step of measuring until decided (perfsweep.steps.decide.decide_round), after the
     planned rounds: more runs for a study whose form is undecided, within its budget. Settled once
     every such study ended or was given the last runs its budget allows (a sweep without any: always)."""
     more, settled = decide_round(sweep, results_dir)

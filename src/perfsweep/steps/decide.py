@@ -1,5 +1,5 @@
 """Measure until decided (config key ``decide: {budget, lead_share, precision}``), a round step of
-``perfsweep run`` (perfsweep.sweep.rounds) after the planned rounds (the design's configurations at their
+``perfsweep run`` (perfsweep.steps.rounds) after the planned rounds (the design's configurations at their
 planned repetitions, adaptive repetitions and an adaptive design's points included).
 
 After each round, a study whose runs are all measured gets its run time modelled as the workflow's
@@ -240,7 +240,7 @@ def discrimination(model, x: np.ndarray) -> np.ndarray:
     """How far apart the leading forms' predictions lie at each point of ``x``: the distance between the
     medians of the log predictions of the resamples that agree with the model's lead terms and of those
     that do not; where all agree (or none), the standard deviation of all resamples' log predictions
-    (perfsweep.sweep.adapt.disagreement). 0 where a prediction is not positive."""
+    (perfsweep.steps.adapt.disagreement). 0 where a prediction is not positive."""
     lead = lead_terms(model)
     agree = [b for b in model.bootstrap if lead_terms(b) == lead]
     other = [b for b in model.bootstrap if lead_terms(b) != lead]

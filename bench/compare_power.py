@@ -28,6 +28,7 @@ every comparison's rows (``comparisons.json``) and this output go to ``--out`` (
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -156,10 +157,11 @@ def summary(records: list[dict]) -> list[str]:
 
 def keep(out: Path, root: Path, records: list[dict], lines: list[str]) -> None:
     """The aggregates of every sweep, every comparison and the summary, for the repository."""
-    for agg in sorted(root.glob("*/results/tables/*/aggregate.csv")):
-        target = out / "aggregates" / agg.parents[3].name / agg.parent.name / agg.name
+    for agg in sorted(root.glob("*/results/tables/*/aggregate.csv")):  # gzipped: pandas.read_csv reads them so
+        target = out / "aggregates" / agg.parents[3].name / agg.parent.name / (agg.name + ".gz")
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(agg, target)
+        with open(agg, "rb") as src, gzip.GzipFile(target, "wb", mtime=0) as dst:
+            shutil.copyfileobj(src, dst)
     (out / "comparisons.json").write_text(json.dumps(records, indent=1, default=float) + "\n")
     (out / "summary.txt").write_text("\n".join(lines) + "\n")
 

@@ -111,20 +111,24 @@ def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
 
 @pytest.mark.slow
 def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
-    """Every step more work (steps: 180 instead of 150): where the sweeps can resolve a 20 % change (the
-    whole run's minimum detectable effect below it), the whole run is a regression, exit 1 (the median of
-    the rows no longer divides it out); where the host is too loaded for that (under a load of 6 on 2
-    cores: an mde of 26 %, ratio 1.15 [1.00, 1.32]), it is never "no significant change" and the summary
-    names it among the rows that cannot resolve the threshold. Never an "improvement" of the regions
+    """Every step more work (steps: 180 instead of 150), in two sweeps: the whole run is never "no
+    significant change" or an improvement; where the sweeps resolve 10 % (the whole run's minimum
+    detectable effect, at 80 % power, at most half the change) it is a regression, exit 1 (the median of
+    the rows no longer divides it out); where the host is too loaded to resolve 20 % (under a load of 6
+    on 2 cores: an mde of 26 %, ratio 1.15 [1.00, 1.32]), the summary names it among the rows that cannot
+    resolve the threshold. (With an mde just under 20 %, a 20 % change is caught 4 times in 5: CI once saw
+    it inconclusive. tests/test_paired.py measures the two versions in one sweep, and catches it there.) Never an "improvement" of the regions
     that did not change (setup), and the app's changed argument is listed at the top. (Exit 1 on every
     row 1.2x, whatever the noise: tests/test_compare_gate.py's synthetic sweeps.)"""
     a, b = sweep_pair(tmp_path, "whole", steps=180)
     code, table = rows(a, b)
     whole = table["all", "time"]
     assert whole["ratio"] > 1.08 and whole["verdict"] in ("regression", "inconclusive"), whole
-    if whole["mde"] < 0.2:
-        assert whole["verdict"] == "regression" and code == 1, whole
-    else:
+    if whole["verdict"] == "regression":
+        assert code == 1
+    if whole["mde"] <= 0.1:  # a change of twice the mde: caught with a power above 99 %
+        assert whole["verdict"] == "regression", whole
+    elif whole["mde"] > 0.2:  # (an mde of 10-20 %: caught or not; 80 % power at 20 %)
         data = json.loads(compare(a, b, "--format", "json").stdout)  # (another row may still be caught: exit 1)
         assert "T_n/all/time" in data["unresolved"], data["unresolved"]
     assert table["setup", "time"]["verdict"] != "improvement"

@@ -276,3 +276,28 @@ def test_the_run_order_reaches_slurm_and_the_records(cluster, tmp_path):
         ran[name] = [r["config_id"] for r in by_place]
     assert ran["a"] == ran["b"]
     assert ran["a"] != ran["c"]
+
+
+def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(cluster, tmp_path):
+    """Paired measurement (config key variants:, issue 43) on the cluster: every configuration's variants
+    take adjacent places in each round's order and reach SLURM with adjacent nice values; the records
+    name their variant; the whole workflow then models both and perfsweep compare judges the pairs."""
+    ns = (100, 150, 200, 250, 300)
+    cfg = write_config(tmp_path, **LJMD, repetitions=2, variants={"before": {}, "after": {"args": {"steps": 5}}},
+                       studies={"s": {"vary": {"n": list(ns)}}})
+    proc = snakemake_slurm(cfg, tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = list(records(tmp_path / "results").values())
+    assert len(recs) == 2 * 5 * 2 and all(r["status"] == "ok" for r in recs)
+    assert {r["variant"] for r in recs} == {"before", "after"} and all(r["study"] == f"s@{r['variant']}" for r in recs)
+    by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
+    for first, second in zip(by_place[::2], by_place[1::2]):  # each pair: one configuration's two variants
+        assert (first["config_id"], first["repetition"]) == (second["config_id"], second["repetition"])
+        assert {first["variant"], second["variant"]} == {"before", "after"}
+    nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
+    assert nice == sorted(nice) and len(set(nice)) == len(nice), nice
+    out = subprocess.run([str(BIN / "perfsweep"), "compare", str(tmp_path / "results"), "--format", "json"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode in (0, 1), out.stderr
+    data = json.loads(out.stdout)
+    assert data["paired"] and data["a"].endswith("(before)") and data["b"].endswith("(after)")

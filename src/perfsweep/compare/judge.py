@@ -23,8 +23,8 @@ the verdicts, as a performance-regression gate.
   the whole variance, more where the sweeps' own resamples, known from many resamples, dominate).
   With one baseline the between-sweep variance is unknown, and the summary says so.
 - **paired** (``load.load_paired``: two variants of one sweep, config key ``variants:``): the variants ran
-  back to back in every round, so the host's drift falls on both alike; each row's interval is that of
-  the paired resamples' ratios (statistics.paired_resamples), and the summary says so.
+  back to back in every round, so the host's drift falls on both alike; each row's ratio and interval
+  are those of its pairs of runs (perfsweep.compare.paired), and the summary says so.
 - **verdict**: the two one-sided tests of "the change is beyond the threshold" (above 1 + threshold for
   a regression, below 1 / (1 + threshold) for an improvement; directions swapped where more is better,
   :func:`direction`) give a p-value; every gating test (the rows whose share of the total at the target
@@ -281,13 +281,10 @@ def _totals(entries: dict, target: np.ndarray, order: list[int] | None) -> dict[
 def _row(study: str, key: tuple[str, str], ea: Entry, eb: Entry, names: list[str], order: list[int],
          target: np.ndarray, totals: tuple[dict, dict], threshold: float, level: float, paired: bool = False) -> Row:
     """The row of one region and metric: its statistics (statistics.STATISTICS) of the pair at the target;
-    ``paired``: the two variants of one sweep, whose resamples pair by draw."""
+    ``paired``: the two variants of one sweep, judged by their pairs of runs."""
     region, metric = key
     xa = target[np.argsort(order)]  # the target in A's parameter order
-    if paired:
-        ra, rb = statistics.paired_resamples(ea.model, eb.model, xa, target)
-    else:
-        ra, rb = statistics.resampled(ea.model, xa), statistics.resampled(eb.model, target)
+    ra, rb = statistics.resampled(ea.model, xa), statistics.resampled(eb.model, target)
     pair = statistics.Pair(study, region, metric, ea, eb, list(names), list(order), target,
                            statistics.predict_at(ea.model, xa), statistics.predict_at(eb.model, target), ra, rb,
                            totals[0].get(metric, math.nan), totals[1].get(metric, math.nan), level, threshold, paired,

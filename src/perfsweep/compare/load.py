@@ -57,8 +57,13 @@ class Entry:
     medians: np.ndarray  # ... and their medians (or the model's means where no aggregate is at hand)
     source: str  # the file it came from
     kind: MetricKind | None = None  # unit and direction as models.json declares them (None: guessed, kind())
-    counts: tuple[int, ...] = ()  # per point the repetitions measured (the aggregate's n_ok; () not known)
-    rounds: np.ndarray | None = None  # per point its repetitions in round order (N x k, NaN-padded; the aggregate's values)
+    rounds: np.ndarray | None = None  # per point its repetitions in round order (N x k, NaN-padded; the aggregate's
+    # values), read for a paired measurement only (load_paired)
+
+    @property
+    def counts(self) -> tuple[int, ...]:
+        """Per point the repetitions measured (() where the rounds were not read)."""
+        return () if self.rounds is None else tuple(int(c) for c in np.sum(~np.isnan(self.rounds), axis=1))
 
     def kind_of(self, metric: str) -> MetricKind:
         """The metric's unit and which way is better: declared in models.json, else guessed from the name."""
@@ -78,9 +83,9 @@ def load_paired(path: str | os.PathLike[str], pick: Sequence[str] = ()) -> tuple
     """The two variants of a paired measurement's results tree (config key ``variants:``; studies
     ``<study>@<variant>``) as A and B: ``pick`` (two variant names), else the config's first two
     (``plan/variants.json``). Both must have measured the same configurations the same number of times
-    (their resamples are then paired by round: statistics.paired_resamples)."""
+    (their runs then pair by round: perfsweep.compare.paired)."""
     root = Path(path)
-    whole = load_side(root)
+    whole = load_side(root, rounds=True)
     found = _variants(root, whole)
     if not found:
         raise CompareError(f"{root}: no variants to pair (a results tree of a config with variants:, paired "
@@ -124,8 +129,9 @@ def _variant_side(whole: Side, variant: str) -> Side:
     return side
 
 
-def load_side(path: str | os.PathLike[str]) -> Side:
-    """A results directory, a models.json (or a directory holding one) or an Extra-P input."""
+def load_side(path: str | os.PathLike[str], rounds: bool = False) -> Side:
+    """A results directory, a models.json (or a directory holding one) or an Extra-P input; ``rounds``:
+    with every point's repetitions (Entry.rounds: a paired measurement's pairs of runs)."""
     root = Path(path)
     if not root.exists():
         raise CompareError(f"{root}: no such file or directory")
@@ -136,7 +142,7 @@ def load_side(path: str | os.PathLike[str]) -> Side:
                                "run the sweep (perfsweep run) until its models stage has written them")
         side = Side(str(root), {}, {}, {})
         for study, (file, aggregate) in found.items():
-            _add_models(side, file, study, aggregate)
+            _add_models(side, file, study, aggregate, rounds)
         return side
     if root.is_dir() and (root / MODELS_JSON).is_file():
         root = root / MODELS_JSON
@@ -155,7 +161,7 @@ def _is_models_json(path: Path) -> bool:
     return head.startswith(b"[") and (b'"model"' in head or head.rstrip() in (b"[", b"[]"))
 
 
-def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | None) -> None:
+def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | None, with_rounds: bool = False) -> None:
     try:
         entries = json.loads(file.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
@@ -186,21 +192,17 @@ def _add_models(side: Side, file: Path, study: str | None, aggregate: Path | Non
                                f"from the study's other models ({', '.join(names)})")
         side.files[name] = str(file)
         points, values = np.asarray(model.points, float), np.asarray(model.values, float)
-        counts: tuple[int, ...] = ()
         rounds = None
         if medians is not None and (region, metric) in medians:
             table = medians[region, metric]
             if all(p in table for p in names):
                 points, values = _numbers(table, names, aggregate), _numbers(table, ["median"], aggregate)[:, 0]
-                if "n_ok" in table:
-                    counts = tuple(int(c) for c in _numbers(table, ["n_ok"], aggregate)[:, 0])
-                if "values" in table:
+                if with_rounds and "values" in table:
                     rounds = _rounds(table, aggregate)
         if not values.size:
             points = np.empty((0, len(names)))
         side.studies.setdefault(name, {})[(region, metric)] = Entry(model, points.reshape(len(values), len(names)),
-                                                                    values, str(file), kind_of(metric, row=e), counts,
-                                                                    rounds)
+                                                                    values, str(file), kind_of(metric, row=e), rounds)
 
 
 def _entry_model(e: dict, file: Path, terms: dict) -> Model:
@@ -216,7 +218,7 @@ def _entry_model(e: dict, file: Path, terms: dict) -> Model:
         return terms[key]
 
     model.bootstrap = [Model(model.param_names, [term(t) for t in b["terms"]], np.asarray(b["coefficients"], dtype=float),
-                             reciprocal=model.reciprocal, draw=int(b.get("draw", -1))) for b in boots]
+                             reciprocal=model.reciprocal) for b in boots]
     _check_model(model, f"{file}: region {e['region']!r}, metric {e['metric']!r}: model")
     return model
 

@@ -22,11 +22,11 @@ function here and its name in ``STATISTICS`` (docs/how-to/compare-sweeps.md, "Ho
   **Paired** (the variants of one sweep, config key ``variants:``, measured back to back in every round):
   the ratio comes from the pairs of runs themselves (perfsweep.compare.paired: their log ratios, one
   ratio everywhere or its trend in the parameters, a robust fit, Student's t), in which the host's
-  drift, common to both runs of a pair, cancels; the impact is that ratio's change of A's prediction. Where the aggregates carry no repetitions, the k-th resamples of both
-  variants, which drew the same rounds (Model.draw; :func:`paired_resamples`), give log B/A's variance.
-  On a tiny ljmd sweep (5 sizes, 5 rounds, +20 % steps) under a load of 2 on 2 cores, the resamples'
-  paired ratio of all/time had an mde of 17 %: each variant's model moves its means by a scatter of
-  its own (fit_resample's excess), which does not cancel.
+  drift, common to both runs of a pair, cancels; the impact is that ratio's change of A's prediction.
+  (Pairing the variants' resampled models instead, drawn from the same rounds, gave the whole run of a
+  tiny ljmd sweep under a load of 2 an mde of 17 % against 3 %: each variant's model moves its means by
+  a scatter of its own, fit_resample's excess, which does not cancel.) Where the aggregates carry no
+  repetitions the row is judged as two sweeps, and its note says so.
 - **share** (:func:`share`) of the row at the target: its larger prediction over the total time
   (region ``all``'s time where the side has it, else the sum of the regions' times; for a metric that
   is not a time, the total of that metric); **impact**: the change B - A over A's total, by which the
@@ -86,7 +86,7 @@ class Pair:
     total_b: float
     level: float  # of the intervals
     threshold: float  # smallest change that counts
-    paired: bool = False  # a paired measurement's variants: resampled_a[k] and resampled_b[k] the same rounds
+    paired: bool = False  # a paired measurement's variants (load.load_paired)
     # paired: the pairs of runs' log ratio at the target, its se, df and note (compare.paired; None: not at hand)
     paired_fit: tuple[float, float, float, str] | None = None
 
@@ -110,16 +110,6 @@ def resampled(model: Model, x: np.ndarray) -> np.ndarray:
     return np.array([predict_at(b, x, cache) for b in model.bootstrap])
 
 
-def paired_resamples(a: Model, b: Model, xa: np.ndarray, xb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A's and B's resampled models at the target, of the draws both kept, in draw order: a paired
-    measurement's k-th resamples drew the same rounds of both variants (Model.draw)."""
-    da, db = {m.draw: m for m in a.bootstrap if m.draw >= 0}, {m.draw: m for m in b.bootstrap if m.draw >= 0}
-    common = sorted(da.keys() & db.keys())
-    ca: dict = {}
-    cb: dict = {}
-    return (np.array([predict_at(da[k], xa, ca) for k in common]), np.array([predict_at(db[k], xb, cb) for k in common]))
-
-
 # --- the statistics ----------------------------------------------------------------------------------------------
 
 
@@ -136,15 +126,11 @@ def ratio(pair: Pair) -> dict[str, Any]:
     notes: list[str] = []
     value = pb / pa if pa != 0 else math.nan
     se = math.nan
-    if pair.paired and pa > 0 and pb > 0 and len(ra) > 1 and len(ra) == len(rb) and np.all(ra > 0) and np.all(rb > 0):
-        se = float(np.std(np.log(rb / ra), ddof=1))  # the same rounds: the host's drift cancels
-        notes.append(f"paired: {len(ra)} resamples of the same rounds of both variants")
-    elif pair.paired:
-        notes.append("paired, but the variants' resamples do not pair (models fitted before resamples were "
-                     "numbered): judged as two sweeps")
-    if math.isnan(se) and pa > 0 and pb > 0 and len(ra) > 1 and len(rb) > 1 and np.all(ra > 0) and np.all(rb > 0):
+    if pair.paired:
+        notes.append("paired, but the aggregates hold no pairs of runs (no repetitions): judged as two sweeps")
+    if pa > 0 and pb > 0 and len(ra) > 1 and len(rb) > 1 and np.all(ra > 0) and np.all(rb > 0):
         se = math.hypot(float(np.std(np.log(ra), ddof=1)), float(np.std(np.log(rb), ddof=1)))
-    elif math.isnan(se) and len(ra) > 1 and len(rb) > 1 and pa > 0 and pb > 0:  # a resample not positive: delta method
+    elif len(ra) > 1 and len(rb) > 1 and pa > 0 and pb > 0:  # a resample not positive: delta method
         se = math.hypot(float(np.std(ra, ddof=1)) / pa, float(np.std(rb, ddof=1)) / pb)
     if not (len(ea.model.bootstrap) and len(eb.model.bootstrap)):
         notes.append("no resamples on " + ("both sides" if not (ea.model.bootstrap or eb.model.bootstrap)

@@ -219,8 +219,6 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     ranges = {name: (float(x[:, k].min()), float(x[:, k].max())) for k, name in enumerate(model.param_names)}
     if not chose.any() or not len(usable):  # nothing admissible: the search's model, with its resamples
         model.bootstrap = list(searched[1:])
-        for k, b in enumerate(model.bootstrap):
-            b.draw = k
         model.lead_share = float(np.mean([same_lead_order(model, b) for b in model.bootstrap]))
         return model
     names = list(model.param_names)
@@ -249,7 +247,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     fill_statistics(chosen, ybar, pred)
     if positive and np.all(ybar > 0):
         chosen.extrapolation = extrapolation_errors(x, ybar, w, forms[pick], names, positive)
-    chosen.bootstrap = [Model(names, list(forms[c]), coefs[c][:, 1 + b].copy(), draw=int(b))
+    chosen.bootstrap = [Model(names, list(forms[c]), coefs[c][:, 1 + b].copy())
                         for b, c in zip(np.flatnonzero(chose), picked)]
     chosen.lead_share = float(agree.mean())
     chosen.criterion, chosen.alternatives = _alternatives(forms, coefs, scores[:, 0], usable, pick, names)

@@ -65,9 +65,8 @@ class Rounds:
         """The random stream of set ``j``'s resamples: from the seed and the set's place in the batch alone,
         the same in every round. So the k-th resample of a set draws the same repetitions (by their
         index: the round that measured them) as the k-th resample of the same set of another batch of
-        the same shape: the variants of a paired measurement (config key ``variants:``), whose
-        resampled models perfsweep compare then pairs (the host's drift falls on both alike), and the
-        second round differs from the first by its excess alone."""
+        the same shape (the variants of a paired measurement, config key ``variants:``, are fitted on
+        matching rounds), and the second round differs from the first by its excess alone."""
         return np.random.default_rng([self.opts.seed, self.index[j]])
 
     def choose(self, excess: list[float], known: list[Model]) -> list[Model]:

@@ -66,9 +66,6 @@ class Model:
     # every form's criterion above the best admissible one's (``criterion``): Model.form_spread weighs them
     alternatives: list["Model"] = field(default_factory=list)
     criterion: float = float("nan")
-    # a resampled model's resample: the k-th of every set draws the same repetitions (by round), so
-    # perfsweep compare pairs the variants' k-th resamples (fit_resample.Rounds.stream); -1: none
-    draw: int = -1
 
     def predict(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
@@ -215,8 +212,8 @@ class Model:
             "runner_up": self.runner_up, "runner_up_share": self.runner_up_share,
             "processes": self.processes,
             "scatter": self.scatter, "scatter_relative": self.scatter_relative, "reciprocal": self.reciprocal,
-            "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients],
-                           **({"draw": b.draw} if b.draw >= 0 else {})} for b in self.bootstrap],
+            "bootstrap": [{"terms": [t.to_list() for t in b.terms], "coefficients": [float(c) for c in b.coefficients]}
+                          for b in self.bootstrap],
             "extrapolation": dict(self.extrapolation),
             "criterion": self.criterion,
             "alternatives": [{"terms": [t.to_list() for t in a.terms], "coefficients": [float(c) for c in a.coefficients],
@@ -235,8 +232,8 @@ class Model:
             cv_score=d.get("cv_score", float("nan")),
             points=np.asarray(d.get("points", []), dtype=float), values=np.asarray(d.get("values", []), dtype=float),
             bootstrap=[cls(list(d["param_names"]), [Term.from_list(t) for t in b["terms"]],
-                           np.asarray(b["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)),
-                           draw=int(b.get("draw", -1))) for b in d.get("bootstrap", [])],
+                           np.asarray(b["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)))
+                       for b in d.get("bootstrap", [])],
             extrapolation={str(k): float(v) for k, v in (d.get("extrapolation") or {}).items()},
             alternatives=[cls(list(d["param_names"]), [Term.from_list(t) for t in a["terms"]],
                               np.asarray(a["coefficients"], dtype=float), reciprocal=bool(d.get("reciprocal", False)),

@@ -20,7 +20,7 @@ from perfsweep.apps import scorep
 from perfsweep.apps.metric_kinds import pattern_regexes
 from perfsweep.apps.registry import BUILTIN_APPS, PROCESS_COUNT
 from perfsweep.cluster.launch import KINDS, MPIEXEC, PYTHON, ClusterSettings, resolved_from
-from perfsweep.values import format_value
+from perfsweep.values import Configuration, format_value
 
 # A spec is built from the sweep (``Sweep``: a perfsweep.config.SweepConfig) in the workflow; this module does
 # not import the config, which stands above the run layer (a run job loads no jsonschema or yaml).

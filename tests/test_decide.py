@@ -1,9 +1,12 @@
 """Measuring until decided (perfsweep.steps.decide): the decision on records of known functions, the
-config keys, and a real Snakemake sweep of the built-in ljmd in which an undecided study is measured
-until its budget is spent and a decided one gets no more runs."""
+config keys, and real Snakemake sweeps of the built-in ljmd in which an undecided study is measured
+until its budget is spent and a decided one gets no more runs, and in which a busy host's disturbed
+configurations are measured again until the budget is spent."""
 
 import json
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -159,8 +162,11 @@ def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp
     one line; one that is decided from the start (any lead share of 5 % and more) gets none."""
     study = {"vary": {"n": [100, 150, 200, 250, 300]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1},
              "validate": {"points": [{"n": 600}], "repetitions": 2}}
+    # variability.disturbed 1: no run is disturbed (others cannot take more than all of the cores a run
+    # needed), so what this checks (the form's and the interval's decision) does not hang on the shared
+    # host's load; a busy host's runs, measured again, are checked by the busy-host sweep below
     cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
-           "repetitions": 2, "results": "results", "exclusive": False,
+           "repetitions": 2, "results": "results", "exclusive": False, "variability": {"disturbed": 1.0},
            "studies": {"undecided": {**study, "decide": {"budget": 0.5, "lead_share": 1.0, "precision": 0.001}},
                        "decided": {**study, "decide": {"budget": 0.5, "lead_share": 0.05}}}}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -234,3 +240,135 @@ def test_how_measuring_ended_in_one_line():
     assert plan.measuring_ended(rule, 0.5, 0.3, True, last).startswith("budget spent (0.0022 of 0.0025 core-hours), form")
     assert plan.measuring_ended(rule, 0.5, 0.3, True, {}).endswith("measuring not ended (perfsweep run measures more)")
     assert plan.measuring_ended(rule, float("nan"), 0.3, True, {}).startswith("form undecided (no lead share: no resamples)")
+
+
+# ---- a busy host: the disturbed configurations measured again (tables.disturbed_runs, busy_configurations)
+
+BUSY_LOAD = {"cpu_time": 0.5, "cpu_wall_ratio": 0.5, "involuntary_switches": 40, "processes": 1, "cores": 2,
+             "others_busy_share": 0.9}  # the others kept 1.8 of 2 cores busy: 0.8 of the run's one core
+
+
+def disturb(results, study, cids, load=BUSY_LOAD, only_new=False):
+    """Give the records of configurations ``cids`` a busy host's host_load (``only_new``: those without one)."""
+    for cid in cids:
+        for path in sorted((results / "runs" / study / cid).glob("rep*.json")):
+            rec = json.loads(path.read_text())
+            if not (only_new and "host_load" in rec):
+                rec["host_load"] = dict(load)
+                path.write_text(json.dumps(rec))
+
+
+def test_why_undecided_names_a_busy_host_first():
+    from perfsweep.sweep.designs import Decide
+    rule = Decide(budget=0.5, lead_share=0.8, precision=0.5)
+    busy = "host busy (3 of 12 configurations' medians from disturbed runs)"
+    assert plan.why_undecided(rule, 0.9, 0.3, True, (3, 12)) == busy  # decided by its form, not by its host
+    assert plan.why_undecided(rule, 0.5, 0.9, True, (3, 12)) == busy  # the host first: its medians decide nothing
+    assert plan.why_undecided(rule, 0.9, 0.3, True, (0, 12)) == "" == plan.why_undecided(rule, 0.9, 0.3, True)
+    spent = {"rounds": [{"spent_core_hours": 0.002, "budget_core_hours": 0.0025}], "ended": "budget spent, host busy"}
+    assert plan.measuring_ended(rule, 0.9, 0.3, True, spent, (3, 12)) == f"budget spent (0.002 of 0.0025 core-hours), {busy}"
+    assert plan.measuring_ended(rule, 0.9, 0.3, True, spent, (0, 12)) == "decided"  # the final runs were not disturbed
+
+
+def test_the_disturbed_configurations_are_measured_again_before_any_other_step():
+    from fractions import Fraction
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+    study = load_config(sweep_config({"n": [200, 400, 600, 800, 1000]})).study("s")
+    lin = Model(["n"], [Term((Factor(0, Fraction(1), 0),))], np.array([0.0, 1.0]))
+    sq = Model(["n"], [Term((Factor(0, Fraction(2), 0),))], np.array([0.0, 1.0 / 1000]))
+    lin.bootstrap = [lin, lin, sq]
+    configs = study.configurations()
+    times = [[c.params["n"] * 0.99, c.params["n"] * 1.01] for c in configs]  # a new point would be worth it
+    cost = {c.config_id: [1.0, 1.0] for c in configs}
+    assert "point" in decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)
+    busy = ["n=800", "n=200", "n=600", "n=1000"]  # most disturbed first
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0, disturbed=busy)
+    assert got == {"repetitions": ["n=800", "n=200", "n=600"], "core_hours": 3.0 / 3600, "why": "disturbed"}
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=0.5, disturbed=busy)
+    assert got["repetitions"] == ["n=800"]  # at least one
+    assert decide._next_step(study, lin, configs, times, cost, left=0.5, per_step=3.0, disturbed=busy) is None
+
+
+@pytest.mark.parametrize("busy_throughout", [False, True])
+def test_a_busy_host_makes_a_study_undecided_not_confidently_wrong(tmp_path, capsys, busy_throughout):
+    # a study its form decides (exact n * m^2, lead share 80 % asked), whose planned runs at 3 of its
+    # configurations the host disturbed: measured again there; a host busy for a while is quiet for the
+    # added runs (decided once most of their runs are undisturbed), one busy throughout spends the budget
+    sweep = decide_sweep(tmp_path, {"budget": 0.5, "lead_share": 0.8})
+    study = sweep.study("s")
+    func = lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2  # noqa: E731
+    rng = np.random.default_rng(5)
+    write_records(tmp_path, study, [*study.configurations(), *study.validation], func, rng=rng)
+    hit = ["n=200_m=1", "n=600_m=3", "n=1000_m=5"]
+    disturb(tmp_path, "s", hit)
+    disturb(tmp_path, "s", hit[:1], load={**BUSY_LOAD, "others_busy_share": 0.95})  # the most disturbed
+    steps = 0
+    while decide.decide_round(sweep, tmp_path)[0]:
+        s = state(tmp_path)
+        added = s["rounds"][-1]["added"]
+        assert added["why"] == "disturbed" and "point" not in added, added
+        assert s["rounds"][-1]["disturbed"] == hit  # the most disturbed first, then in the grid's order
+        # 3 runs fit into a step (the last one the budget allows: what fits, at least the first)
+        assert added["repetitions"] == (hit[:len(added["repetitions"])] if added["last"] else hit)
+        measure_what_was_added(tmp_path, sweep, func, rng)
+        if busy_throughout:
+            disturb(tmp_path, "s", hit, only_new=True)
+        steps += 1
+        assert steps < 40
+    out = capsys.readouterr().out
+    assert "s: host busy (3 of 25 configurations' medians from disturbed runs): one more repetition at the 3 " \
+           "configuration(s) with disturbed runs (" in out
+    s = state(tmp_path)
+    if busy_throughout:
+        assert s["ended"] == "budget spent, host busy" and s["rounds"][-1]["disturbed"] == hit
+        assert "study s: measuring ended: budget spent (" in out
+        assert "core-hours), host busy (3 of 25 configurations' medians from disturbed runs)" in out
+        assert steps >= 2 and s["repetitions"][hit[0]] == steps and min(s["repetitions"].values()) >= steps - 1
+        last = s["rounds"][-1]
+        assert last["spent_core_hours"] <= last["budget_core_hours"] + 1e-12
+    else:  # 3 disturbed runs of 3: 3 more undisturbed ones make them half, not more
+        assert s["ended"] == "decided" and s["repetitions"] == {cid: 3 for cid in hit} and steps == 3
+        assert s["rounds"][-1]["disturbed"] == []
+
+
+LOOP = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+@pytest.mark.slow
+def test_a_real_sweep_on_a_busy_host_measures_the_disturbed_configurations_again(tmp_path):
+    """perfsweep run of the built-in ljmd (p = 1, bound to a core) while a busy loop is pinned to each of
+    the runner's cores, for the whole sweep (a real load, stopped in the end): every run's core is shared
+    with a loop and the other core kept busy by the other one, so the others take more than a quarter of
+    the core the run needs (tables.disturbed_runs). A study its form decides (any lead share of 5 %)
+    is then host busy: its disturbed configurations get more repetitions ("why": "disturbed") until the
+    budget is spent, and the models table says 'budget spent (...), host busy (...)' in one line."""
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+           "repetitions": 2, "results": "results", "exclusive": False,
+           "studies": {"busy": {"vary": {"n": [100, 150, 200, 250]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1},
+                                "decide": {"budget": 0.5, "lead_share": 0.05}}}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    loops = [subprocess.Popen([sys.executable, "-c", LOOP, str(c)]) for c in sorted(os.sched_getaffinity(0))]
+    try:
+        proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", "--no-report"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=900)
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    results = tmp_path / "results"
+    loads = [json.loads(p.read_text())["host_load"] for p in (results / "runs" / "busy").rglob("rep*.json")]
+    assert all(h["processes"] == 1 and h["others_busy_share"] is not None for h in loads), loads
+    state = json.loads((results / "plan" / "busy" / "decide.json").read_text())
+    steps = [r["added"] for r in state["rounds"] if r.get("added")]
+    assert steps and all(s["why"] == "disturbed" for s in steps) and state["points"] == [], state
+    assert sum(state["repetitions"].values()) >= 1 and len(loads) == 4 * 2 + sum(state["repetitions"].values())
+    assert "configuration(s) with disturbed runs (" in proc.stdout
+    assert (state["ended"] or "").startswith("budget spent, host busy") or (state["ended"] is None and steps[-1]["last"])
+    models = pd.read_csv(results / "models" / "busy" / "models.csv")
+    (line,) = models.loc[(models["region"] == "all") & (models["metric"] == "time"), "measuring"]
+    assert line.startswith("budget spent (") and "host busy (" in line and "configurations' medians from disturbed runs)" in line, line
+    assert f"perfsweep: study busy: measuring until decided: {line}" in proc.stdout
+    summary = pd.read_csv(results / "tables" / "models_summary.csv").set_index("study")
+    assert summary.loc["busy", "measuring"] == line

@@ -1,6 +1,8 @@
 """What the host did during a run (record field host_load, perfsweep.sweep.host): a launch's CPU time
 against wall x processes, its involuntary switches, the others' busy share of its cores from /proc/stat;
-with the real Snakemake, a busy loop on one of the cores shows in the records, tables and flags."""
+which runs the host disturbed (tables.disturbed_runs: others took more than variability.disturbed of the
+cores a run needed); with the real Snakemake, a busy loop on one of the cores shows in the records,
+tables and flags."""
 
 import json
 import subprocess
@@ -61,6 +63,56 @@ def test_the_tables_flag_runs_above_the_threshold():
     assert tables.variability_summary(var.reset_index()).loc[0, "disturbed_runs"] == 2
 
 
+def load_runs(*loads):
+    """A runs table of one configuration per (others_busy_share, watched cores, processes)."""
+    return pd.DataFrame({"config_id": [f"c{i}" for i in range(len(loads))], "n": range(len(loads)),
+                         "status": ["ok"] * len(loads), "time": [1.0] * len(loads),
+                         "others_busy_share": [x[0] for x in loads], "watched_cores": [x[1] for x in loads],
+                         "load_processes": [x[2] for x in loads]})
+
+
+def test_a_run_is_disturbed_where_others_took_the_cores_it_needed():
+    # one core of two busy half of every second: others' share 0.25, 0.5 core-equivalents
+    half = [(0.25, 2, 1), (0.25, 2, 2), (0.3, 2, 2), (0.25, 2, 4), (0.26, 2, 4)]
+    assert tables.disturbed_runs(load_runs(*half), 0.25).tolist() == [
+        False,  # p = 1: a core free for them
+        False,  # p = 2: 0.5 core-equivalents > 0.25 x 2 is false (at the threshold, not beyond it)
+        True,   # p = 2 with 0.6 core-equivalents
+        False,  # oversubscribed: the others' share against the threshold, 0.25 > 0.25 false
+        True]   # 0.26 > 0.25
+    # p = 1 of 2 cores: the others take more than a quarter of its core beyond the free one
+    one = [(0.6, 2, 1), (0.65, 2, 1), (1.0, 2, 1), (0.4, 4, 1), (0.85, 4, 2)]
+    assert tables.disturbed_runs(load_runs(*one), 0.25).tolist() == [False, True, True, False, True]
+    # unknown: no share (no host_load, or None) is not disturbed; no cores/processes: the share alone
+    unknown = load_runs((None, 2, 1), (float("nan"), 2, 2), (0.3, None, None), (0.2, None, 1))
+    assert tables.disturbed_runs(unknown, 0.25).tolist() == [False, False, True, False]
+    assert not tables.disturbed_runs(load_runs((0.9, 2, 2)), None).any()  # no threshold: nothing flagged
+    # 1: none (the others cannot take more than all of the cores a run needed)
+    assert not tables.disturbed_runs(load_runs((1.0, 2, 1), (1.0, 2, 2), (1.0, 2, 4)), 1.0).any()
+    # every table judges alike
+    runs = load_runs(*half)
+    assert tables.run_order(runs, ["n"], 0.25)["disturbed"].tolist() == [False, False, True, False, True]
+    var = tables.variability(runs, ["n"], 0.5, 0.25).set_index("config_id")
+    assert var["n_disturbed"].tolist() == [0, 0, 1, 0, 1]
+    assert var["disturbed_ok_share"].tolist() == [0.0, 0.0, 1.0, 0.0, 1.0]
+
+
+def test_a_configuration_is_disturbed_where_most_of_its_successful_runs_were():
+    runs = pd.DataFrame({"config_id": ["a"] * 3 + ["b"] * 4 + ["c"] * 2, "n": [1] * 3 + [2] * 4 + [3] * 2,
+                         "status": ["ok", "ok", "failed", "ok", "ok", "ok", "ok", "ok", "ok"],
+                         "time": [1.0, 1.0, None, 2.0, 2.0, 2.0, 2.0, 3.0, 3.0],
+                         "others_busy_share": [0.9, 0.1, 0.9, 0.9, 0.9, 0.1, 0.1, 0.95, 0.9],
+                         "watched_cores": [2] * 9, "load_processes": [2] * 9})
+    var = tables.variability(runs, ["n"], 0.5, 0.25).set_index("config_id")
+    # a: one of its two successful runs (the failed one is not counted), b: two of four: not more than half
+    assert var["disturbed_ok_share"].tolist() == [0.5, 0.5, 1.0] and var["n_disturbed"].tolist() == [2, 2, 2]
+    agg = tables.aggregate(runs, pd.DataFrame(), pd.DataFrame(), ["n"], var.reset_index(), "keep-flagged",
+                           disturbed=0.25)
+    assert tables.busy_configurations(agg) == (["c"], 3)
+    # validation points and oversubscribed configurations are not fitted: not counted
+    assert tables.busy_configurations(agg.assign(validation=agg["config_id"] == "c")) == ([], 2)
+
+
 # ---- the real Snakemake with a real load
 
 
@@ -102,7 +154,11 @@ def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
     assert all(h["cpu_time"] > 0.1 and h["processes"] == 1 and h["cores"] >= 1 for h in loaded + quiet)
     assert {"others_busy_share", "cpu_wall_ratio", "n_disturbed"} <= set(agg.columns)
     time_rows = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
-    assert (time_rows["others_busy_share"] >= 0.25).sum() >= 2 and time_rows["n_disturbed"].sum() >= 2
+    assert (time_rows["others_busy_share"] >= 0.25).sum() >= 2
+    # flagged as the rule says (tables.disturbed_runs): the loop on one core leaves a single-process run
+    # the other one, so it is disturbed only where the others kept more than 1.25 of the 2 cores busy
+    rule = sum(h["others_busy_share"] * h["cores"] - max(h["cores"] - 1, 0) > 0.25 for h in loaded)
+    assert time_rows["n_disturbed"].sum() == rule, loaded
     quiet_share = sorted(h["others_busy_share"] for h in quiet)[1]
     if quiet_share >= 0.5:  # the host's own work kept the cores busy even without the loop
         pytest.skip(f"the host was busy without the loop too (others' share {quiet_share:.2f}): "

@@ -96,7 +96,8 @@ TABLE_HEADINGS = {
     "runs": "Every run, its status and error",
     "run_order": "The runs in the order they ran: each repetition round in the random order of the config's "
                  "seed; what the host did during each (others' busy share of its cores, its CPU/wall ratio, "
-                 "involuntary context switches); shaded: disturbed (others' share above variability.disturbed)",
+                 "involuntary context switches); shaded: disturbed (others took more than variability.disturbed of the cores "
+                 "the run needed)",
 }
 
 

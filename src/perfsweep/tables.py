@@ -28,9 +28,14 @@ from perfsweep.sweep.record import check_record
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",
                "started_at", "launch_command"]
-# what the host did during a run (record field host_load, perfsweep.sweep.host) and its place in its
-# round's random order (record field order, perfsweep.sweep.order); empty for records that do not say
-HOST_COLUMNS = ["others_busy_share", "cpu_wall_ratio", "involuntary_switches"]
+# what the host did during a run (record field host_load, perfsweep.sweep.host: its cores and processes as
+# watched_cores and load_processes) and its place in its round's random order (record field order,
+# perfsweep.sweep.order); empty for records that do not say
+HOST_COLUMNS = ["others_busy_share", "cpu_wall_ratio", "involuntary_switches", "watched_cores", "load_processes"]
+HOST_FIELDS = {"watched_cores": "cores", "load_processes": "processes"}  # column -> host_load field, where they differ
+# a configuration is disturbed (measured again until decided, perfsweep.steps.decide) where more than this
+# share of its successful runs was: its median then comes from a busy host
+DISTURBED_CONFIGURATION = 0.5
 ORDER_COLUMNS = ["order_seed", "order_round", "order_position"]
 
 
@@ -93,20 +98,68 @@ def _host_and_order(rec: dict[str, Any]) -> dict[str, Any]:
     """A run's host load (HOST_COLUMNS) and place in the run order (ORDER_COLUMNS), None where unknown."""
     load = rec.get("host_load") if isinstance(rec.get("host_load"), dict) else {}
     order = rec.get("order") if isinstance(rec.get("order"), dict) else {}
-    row = {c: load.get(c) for c in HOST_COLUMNS}
+    row = {c: load.get(HOST_FIELDS.get(c, c)) for c in HOST_COLUMNS}
     row.update({f"order_{k}": order.get(k) for k in ("seed", "round", "position")})
     return row
 
 
+def disturbed_runs(runs: pd.DataFrame, disturbed: float | None) -> pd.Series:
+    """Which runs the host disturbed (the one judgement of every table and of measuring until decided):
+    those where other processes took more than ``disturbed`` (config key variability.disturbed) of the
+    cores the run needed. Of its watched cores c (``watched_cores``: the runner's affinity) a run of p
+    processes (``load_processes``) needs min(p, c) and leaves max(c - p, 0) free; the others kept
+    ``others_busy_share`` x c core-equivalents busy. It is disturbed where
+
+        others_busy_share x c - max(c - p, 0) > disturbed x min(p, c)
+
+    strictly: on 2 cores with others' share 0.25 (0.5 core-equivalents: one core busy half the time) a
+    run of p = 1 has a free core for them and is not disturbed; one of p = 2 is at the threshold 0.25
+    exactly (0.5 > 0.5 is false) and not disturbed either, with a share of 0.3 it is. For p >= c this is
+    ``others_busy_share`` > ``disturbed``; oversubscribed runs (p > c) count any others' load beyond it.
+    Runs whose record has no ``others_busy_share`` (no host_load, or None) are not disturbed (unknown);
+    those without their cores or processes are judged as if they had none free (the share alone)."""
+    if disturbed is None or not len(runs):
+        return pd.Series(False, index=runs.index, dtype=bool)
+    col = lambda c: pd.to_numeric(runs[c], errors="coerce") if c in runs else pd.Series(np.nan, index=runs.index)  # noqa: E731
+    share, cores, p = col("others_busy_share"), col("watched_cores"), col("load_processes")
+    known = cores.notna() & p.notna() & (cores > 0)
+    c, p = cores.where(known, 1.0), p.where(known, 1.0)  # unknown: the share alone (c = p = 1)
+    others, free, needed = share * c, (c - p).clip(lower=0), np.minimum(p, c)
+    return (others - free > disturbed * needed).fillna(False).astype(bool)
+
+
 def disturbance(group: pd.DataFrame, disturbed: float | None) -> dict[str, Any]:
     """A configuration's runs' host load: the median share of its cores that other processes kept busy,
-    the median CPU/wall ratio of its launches, and how many runs the others' share flags as disturbed
-    (above ``disturbed``, config key variability.disturbed; NaN where the records do not say)."""
+    the median CPU/wall ratio of its launches, how many runs the host disturbed (``n_disturbed``, of all
+    its runs: :func:`disturbed_runs`, under ``disturbed``, config key variability.disturbed) and
+    ``disturbed_ok_share``: the share of its successful runs disturbed (NaN where none succeeded);
+    the configuration is disturbed (:func:`busy_configurations`) where that is above
+    DISTURBED_CONFIGURATION: its median comes from a busy host."""
     share = pd.to_numeric(group.get("others_busy_share", pd.Series(dtype=float)), errors="coerce").dropna()
     ratio = pd.to_numeric(group.get("cpu_wall_ratio", pd.Series(dtype=float)), errors="coerce").dropna()
-    n = int((share > disturbed).sum()) if disturbed is not None and len(share) else 0
+    hit = disturbed_runs(group, disturbed)
+    ok = group["status"] == "ok" if "status" in group else pd.Series(True, index=group.index)
     return {"others_busy_share": share.median() if len(share) else np.nan,
-            "cpu_wall_ratio": ratio.median() if len(ratio) else np.nan, "n_disturbed": n}
+            "cpu_wall_ratio": ratio.median() if len(ratio) else np.nan, "n_disturbed": int(hit.sum()),
+            "disturbed_ok_share": float(hit[ok].mean()) if ok.any() else np.nan}
+
+
+def busy_configurations(agg: pd.DataFrame) -> tuple[list[str], int]:
+    """The fitted configurations (not validation, not oversubscribed) of an aggregate whose medians come
+    from disturbed runs (``disturbed_ok_share`` above DISTURBED_CONFIGURATION: :func:`disturbance`), most
+    disturbed first (then by their others' busy share, then in the aggregate's order: the grid's), and how
+    many configurations are fitted."""
+    rows = agg[(agg["region"] == "all") & (agg["metric"] == "time")] if "region" in agg else agg
+    for mark in ("validation", "oversubscribed"):
+        if mark in rows:
+            rows = rows[~rows[mark].fillna(False).astype(bool)]
+    rows = rows.drop_duplicates("config_id")
+    if "disturbed_ok_share" not in rows:  # an aggregate written before it said
+        return [], len(rows)
+    share = pd.to_numeric(rows["disturbed_ok_share"], errors="coerce")
+    busy = rows.assign(_d=share, _o=pd.to_numeric(rows.get("others_busy_share"), errors="coerce"))
+    busy = busy[busy["_d"] > DISTURBED_CONFIGURATION].sort_values(["_d", "_o"], ascending=False, kind="stable")
+    return [str(c) for c in busy["config_id"]], len(rows)
 
 
 def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float,
@@ -133,11 +186,10 @@ def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float,
 def run_order(runs: pd.DataFrame, params: list[str], disturbed: float | None = None) -> pd.DataFrame:
     """The runs in the order they ran: by round and position in the round's random order (record field
     order; records without it after, by start time), with what the host did during each (HOST_COLUMNS)
-    and ``disturbed``: the others' busy share above the threshold (config key variability.disturbed)."""
+    and ``disturbed``: whether the host disturbed it (:func:`disturbed_runs`, config key variability.disturbed)."""
     cols = [*ORDER_COLUMNS, "config_id", "repetition", *params, "started_at", "status", "time", *HOST_COLUMNS]
     out = runs.reindex(columns=cols).copy()
-    share = pd.to_numeric(out["others_busy_share"], errors="coerce")
-    out["disturbed"] = (share > disturbed).fillna(False) if disturbed is not None else False
+    out["disturbed"] = disturbed_runs(out, disturbed)
     out = out.sort_values(["order_round", "order_position", "started_at"], kind="stable", na_position="last")
     return out.reset_index(drop=True)
 
@@ -195,7 +247,7 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     Every row says whether it is a ``validation`` point (measured, never fitted) and whether it was
     ``oversubscribed`` (its process count, parameter ``processes``, above the cores its runs had), and
     its runs' host load (:func:`disturbance`: ``others_busy_share``, ``cpu_wall_ratio``, ``n_disturbed``
-    above ``disturbed``).
+    and ``disturbed_ok_share`` under ``disturbed``).
     """
     if runs.empty or not (runs["status"] == "ok").any():
         study = runs["study"].iloc[0] if "study" in runs and len(runs) else "?"

@@ -23,10 +23,11 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
     """With ``decide`` (the study's config decide:, measured until decided), the run-time model's row
     of the table and its models.json entry say in ``measuring`` how measuring ended (``decide_state``:
     the rounds' plan/<study>/decide.json)."""
-    tab, mods, preds = fit_study_models(read(aggregate), study, varied, fixed, processes, design=design,
-                                        modeling=modeling)
+    agg = read(aggregate)
+    tab, mods, preds = fit_study_models(agg, study, varied, fixed, processes, design=design, modeling=modeling)
     if decide is not None:
-        tab, mods = _measuring(tab, mods, decide, decide_state)
+        busy, fitted = tables.busy_configurations(agg)
+        tab, mods = _measuring(tab, mods, decide, decide_state, (len(busy), fitted))
     tables.write_table(tab.drop(columns=["latex"]), stem(table), caption=f"Performance models of study {study}")
     with open(models_json, "w") as fh:
         json.dump(mods, fh, indent=1, allow_nan=False)  # strict JSON: undefined statistics are null
@@ -54,17 +55,18 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
                   flush=True)
 
 
-def _measuring(tab, mods: list[dict], decide: dict, state_path: PathLike | None):
+def _measuring(tab, mods: list[dict], decide: dict, state_path: PathLike | None, busy: tuple[int, int] = (0, 0)):
     """The models table with a ``measuring`` column, filled in the run-time model's row (region all,
-    metric time) with how measuring until decided ended (perfsweep.sweep.plan.measuring_ended), and the
-    same in that model's models.json entry."""
+    metric time) with how measuring until decided ended (perfsweep.sweep.plan.measuring_ended; ``busy``:
+    how many of the fitted configurations have medians from disturbed runs, of how many), and the same
+    in that model's models.json entry."""
     state = json.loads(Path(state_path).read_text()) if state_path and Path(state_path).is_file() else {}
     tab = tab.assign(measuring="")
     main = (tab["region"] == "all") & (tab["metric"] == "time") & (tab["model"].fillna("") != "")
     for i in tab.index[main]:
         r = tab.loc[i]
         line = measuring_ended(Decide(**decide), float(r["lead_share"]), float(r["validation_width"]),
-                               r["validation_points"] > 0, state)
+                               r["validation_points"] > 0, state, busy)
         tab.loc[i, "measuring"] = line
         for m in mods:
             if m.get("region") == "all" and m.get("metric") == "time":

@@ -7,10 +7,20 @@ stages model it (stage_model: the same tables and fit, so the same model as the 
 *decided* where the model's lead share (the share of the resamples that agree with its lead terms) is
 at least ``lead_share`` and, with ``precision`` and validation points, the 90 % interval at those
 points is at most ``precision`` of the prediction wide (their median, as the models table's interval
-width). A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
+width). Nor is it decided where the host was busy: where any fitted configuration (not validation, not
+oversubscribed) is *disturbed*, more than half of its successful runs (planned and added) disturbed
+(perfsweep.tables.disturbed_runs: other processes took more than ``variability.disturbed`` of the cores
+the run needed), its median comes from a busy host; the study is then 'host busy (k of n
+configurations' medians from disturbed runs)' (perfsweep.sweep.plan.why_undecided), whatever its lead
+share says. A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
 its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
 unit is the core-hour, as of an adaptive design's budget). The step:
 
+- with disturbed configurations, before anything else: one more repetition at them, the most disturbed
+  first (perfsweep.tables.busy_configurations), as many as fit into STEP_SHARE of the budget (at least
+  one; ``"why": "disturbed"`` in the step): a host busy for a while then measures them again once it is
+  not; a host busy throughout spends the budget on them and the study ends undecided ('budget spent,
+  host busy (...)') instead of confidently wrong;
 - a new point where the leading forms part most relative to the noise (model discrimination, Atkinson
   and Fedorov 1975, T-optimality): among the grid's unmeasured points and those one step beyond its
   largest value of each varied parameter (not the process count: beyond it the ranks would share cores),
@@ -25,8 +35,8 @@ A step that does not fit into what is left of the budget is not taken; when none
 ``budget spent``. A step after which no run fits is the last: the rounds then measure it with the
 whole workflow (a Snakemake start less), and the models table says the budget was spent. The state
 (``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state) holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
-and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``), or
-``no model``; the models table says per study in one line how measuring ended
+and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``, or ``host
+busy``), or ``no model``; the models table says per study in one line how measuring ended
 (perfsweep.sweep.plan.measuring_ended).
 """
 
@@ -92,20 +102,21 @@ def decide_study(sweep, study, results_dir) -> str:
     spent_s = sum(map(sum, cost.values())) - plan_s  # the added repetitions' and points' runs
     entry.update(planned_core_hours=plan_s / 3600, spent_core_hours=spent_s / 3600,
                  budget_core_hours=study.decide.budget * plan_s / 3600)
-    model, row, over = stage_model(sweep, study, results_dir, planned)
+    model, row, over, (busy, fitted) = stage_model(sweep, study, results_dir, planned)
     if model is None:
         return _end(results_dir, study, state, f"no model of the run time ({row})")
     width = float(row["validation_width"])
-    entry.update(lead=model.lead(), lead_share=model.lead_share, width=None if math.isnan(width) else width)
-    undecided = why_undecided(study.decide, model.lead_share, width, bool(study.validation))
+    entry.update(lead=model.lead(), lead_share=model.lead_share, width=None if math.isnan(width) else width,
+                 disturbed=busy)
+    undecided = why_undecided(study.decide, model.lead_share, width, bool(study.validation), (len(busy), fitted))
     if not undecided:
         return _end(results_dir, study, state, "decided")
     times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
              if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
     left = entry["budget_core_hours"] * 3600 - spent_s
-    step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600)
+    step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600, busy)
     if step is None:
-        kind = "form undecided" if undecided.startswith("form") else "interval too wide"
+        kind = undecided.split(" (")[0]  # form undecided, interval too wide, host busy
         return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
     cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
     step["last"] = left - 3600 * step["core_hours"] < cheapest  # no run fits after it: it ends measuring
@@ -118,7 +129,7 @@ def decide_study(sweep, study, results_dir) -> str:
     write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
     what = (f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
             if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) "
-            "of the largest CV")
+            + ("with disturbed runs" if step.get("why") == "disturbed" else "of the largest CV"))
     print(f"perfsweep: study {study.name}: {undecided}: {what} ({entry['spent_core_hours']:.3g} of "
           f"{entry['budget_core_hours']:.3g} core-hours spent" + (", the last step it allows)" if step["last"] else ")"),
           flush=True)
@@ -142,7 +153,8 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
     repetitions; the validation points' included): the runs, variability and aggregate tables
     (perfsweep.tables), every (region, metric) fitted together (perfsweep.modeling.pipeline, whose
     resamples depend on the sets fitted together). (model, its models-table row, the oversubscribed
-    config ids), or (None, why not, those ids)."""
+    config ids, (the disturbed fitted config ids, most disturbed first, and how many are fitted):
+    perfsweep.tables.busy_configurations), or (None, why not, those ids, ([], 0))."""
     paths = [layout.record(results_dir, study.name, cid, k) for cid, n in planned.items() for k in range(n)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -152,26 +164,32 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
             agg = tables.aggregate(runs, ranks, regions, study.varied, var, sweep.cv_policy, None, sweep.processes,
                                    sweep.disturbed, metric_kinds.declared(study.app))
         except UserError as exc:  # no successful run
-            return None, str(exc), set()
+            return None, str(exc), set(), ([], 0)
         over = set(agg.loc[oversubscribed_rows(agg, sweep.processes, study.varied), "config_id"])
         try:
             tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
                                             design=study.design.kind, modeling=sweep.extra.get("modeling"))
         except ModelingError as exc:
-            return None, str(exc), over
+            return None, str(exc), over, ([], 0)
+    busy = tables.busy_configurations(agg)
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if not len(main) or not main.iloc[0]["model"]:
-        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured"), over
+        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured"), over, busy
     (entry,) = [m for m in mods if m.get("region") == "all" and m.get("metric") == "time"]
-    return Model.from_dict(entry["model"]), main.iloc[0], over
+    return Model.from_dict(entry["model"]), main.iloc[0], over, busy
 
 
-def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float) -> dict | None:
-    """The next runs within ``left`` core-seconds: a new point where the leading forms part by >= PARTS
-    standard errors, else one more repetition at the configurations of the largest CV (of those with
-    ``times``: those fitted), as many as fit into ``per_step`` (at least one); None if none fits."""
+def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,
+               disturbed: list[str] | tuple[str, ...] = ()) -> dict | None:
+    """The next runs within ``left`` core-seconds: with ``disturbed`` configurations (config ids, most
+    disturbed first), one more repetition at them ("why": "disturbed"), else a new point where the
+    leading forms part by >= PARTS standard errors, else one more repetition at the configurations of
+    the largest CV (of those with ``times``: those fitted; "why": "cv"); repetitions at as many as fit
+    into ``per_step`` (at least one); None if none fits."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
+    if disturbed:  # before any other step: the medians they would be chosen on are a busy host's
+        return _repetitions([cid for cid in disturbed if cid in per_run], per_run, left, per_step, "disturbed")
     cvs = [cv_of(t) for t in times]
     noise = float(np.nanmedian(cvs)) if np.isfinite(cvs).any() else 0.1
     cands = candidates(study, {c.config_id for c in configs})
@@ -187,14 +205,20 @@ def _next_step(study, model, configs, times, cost: dict, left: float, per_step: 
                 return {"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
                         "parts": float(parts[i]), "core_hours": need / 3600}
     order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
+    return _repetitions([configs[i].config_id for i in order], per_run, left, per_step, "cv")
+
+
+def _repetitions(order: list[str], per_run: dict, left: float, per_step: float, why: str) -> dict | None:
+    """One more repetition at the configurations of ``order``, from its first, as many as fit into
+    ``per_step`` core-seconds (at least one) and ``left``; None if not even the first fits."""
     chosen, need = [], 0.0
-    for i in order:
-        c = per_run.get(configs[i].config_id, 0.0)
+    for cid in order:
+        c = per_run.get(cid, 0.0)
         if need + c > left or (chosen and need + c > per_step):
             break
-        chosen.append(configs[i].config_id)
+        chosen.append(cid)
         need += c
-    return {"repetitions": chosen, "core_hours": need / 3600} if chosen else None
+    return {"repetitions": chosen, "core_hours": need / 3600, "why": why} if chosen else None
 
 
 def _cost_rate(model, configs, per_run: dict, names: list[str], processes: str) -> float:

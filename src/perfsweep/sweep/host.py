@@ -21,8 +21,13 @@ Fields of ``host_load`` (every one None where the host does not say, e.g. no /pr
   other than the run's kept busy: the busy jiffies of those cores in /proc/stat (user, nice, system,
   irq, softirq, steal) minus the run's own CPU time (and the runner's), at least 0, at most 1.
 
-A run whose ``others_busy_share`` exceeds ``variability.disturbed`` is flagged as disturbed in the runs
-table, the aggregate and the report (perfsweep.tables); it is not measured again.
+A run is disturbed where the others took more than ``variability.disturbed`` of the cores it needed:
+``others_busy_share`` x ``cores`` - max(``cores`` - ``processes``, 0) > ``variability.disturbed`` x
+min(``processes``, ``cores``) (perfsweep.tables.disturbed_runs; a run of 1 process on 2 cores leaves the
+others a core). It is flagged in the run order, the variability table, the aggregate and the report; a
+study measured until decided (config ``decide:``) whose fitted configurations have medians from
+disturbed runs measures them again within its budget, and ends undecided ('host busy') if the budget is
+spent before they are not (perfsweep.steps.decide).
 """
 
 from __future__ import annotations

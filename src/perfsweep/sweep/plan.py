@@ -115,10 +115,17 @@ def decide_state(results: str | Path, study) -> dict[str, Any]:
     return state
 
 
-def why_undecided(decide, share: float, width: float, validated: bool) -> str:
+def why_undecided(decide, share: float, width: float, validated: bool, busy: tuple[int, int] = (0, 0)) -> str:
     """'' if a time model of lead share ``share`` and a 90 % interval ``width`` wide at the validation
     points (over the prediction; ``validated``: the study has them) is decided under ``decide`` (a
-    perfsweep.sweep.designs.Decide), else why not, e.g. 'form undecided (lead share 62 % < 80 %)'."""
+    perfsweep.sweep.designs.Decide), else why not, e.g. 'form undecided (lead share 62 % < 80 %)'.
+    ``busy``: how many of the fitted configurations are disturbed (their medians from runs the host
+    disturbed, perfsweep.tables.busy_configurations) and of how many: any makes it 'host busy (...)'."""
+    # the host first: a lead share or an interval computed from a busy host's medians decides nothing
+    # (confidently wrong where it looks decided), and the step it asks for (the disturbed configurations
+    # measured again) comes before any other, so the reason said is the one the step answers
+    if busy[0]:
+        return f"host busy ({busy[0]} of {busy[1]} configurations' medians from disturbed runs)"
     if share != share:  # NaN: a model without resamples (one repetition), whose form nothing decides
         return "form undecided (no lead share: no resamples)"
     if not share >= decide.lead_share:
@@ -129,11 +136,13 @@ def why_undecided(decide, share: float, width: float, validated: bool) -> str:
     return ""
 
 
-def measuring_ended(decide, share: float, width: float, validated: bool, state: dict[str, Any]) -> str:
+def measuring_ended(decide, share: float, width: float, validated: bool, state: dict[str, Any],
+                    busy: tuple[int, int] = (0, 0)) -> str:
     """How measuring until decided ended, in one line, for the final model (lead share ``share``,
-    interval ``width``: why_undecided) and the state of its rounds (decide_state): 'decided', or
-    'budget spent (x of y core-hours), form undecided (...)', or what else ended it."""
-    undecided = why_undecided(decide, share, width, validated)
+    interval ``width``, its disturbed configurations ``busy``: why_undecided) and the state of its rounds
+    (decide_state): 'decided', or 'budget spent (x of y core-hours), form undecided (...)' (or 'host
+    busy (...)'), or what else ended it."""
+    undecided = why_undecided(decide, share, width, validated, busy)
     if not undecided:
         return "decided"
     last = state.get("rounds", [{}])[-1] if state.get("rounds") else {}

@@ -115,7 +115,7 @@ class SweepConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     seed: int = 1  # of the run order within each repetition round (perfsweep.sweep.order)
     variants: tuple[str, ...] = ()  # paired measurement: every study measured once per variant
-    disturbed: float = 0.25  # variability.disturbed: the share of the cores a run needed that others may take (tables.disturbed_runs)
+    disturbed: float = 0.1  # variability.disturbed: the share of the cores a run needed that others may take (tables.disturbed_runs)
 
     def study(self, name: str) -> Study:
         for s in self.studies:

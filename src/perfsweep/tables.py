@@ -113,8 +113,8 @@ def disturbed_runs(runs: pd.DataFrame, disturbed: float | None) -> pd.Series:
         others_busy_share x c - max(c - p, 0) > disturbed x min(p, c)
 
     strictly: on 2 cores with others' share 0.25 (0.5 core-equivalents: one core busy half the time) a
-    run of p = 1 has a free core for them and is not disturbed; one of p = 2 is at the threshold 0.25
-    exactly (0.5 > 0.5 is false) and not disturbed either, with a share of 0.3 it is. For p >= c this is
+    run of p = 1 has a free core for them and is not disturbed; one of p = 2 is (0.5 > 0.1 x 2 under
+    the default 0.1; under 0.25 it is at the threshold, 0.5 > 0.5 false). For p >= c this is
     ``others_busy_share`` > ``disturbed``; oversubscribed runs (p > c) count any others' load beyond it.
     Runs whose record has no ``others_busy_share`` (no host_load, or None) are not disturbed (unknown);
     those without their cores or processes are judged as if they had none free (the share alone)."""

@@ -23,8 +23,9 @@ the prediction). Per study, how far the sweeps' predictions lie apart at the sam
 over the smallest prediction, minus 1). Beside them, with ``--extrap``, Extra-P 4.2.5 (its own venv,
 perfsweep.modeling.extrap_env) fitted on the same fitted runs and judged at the same points.
 
-``--out DIR`` keeps the evidence: per sweep the aggregates (time rows), the models tables, the time
-models' models.json entries and the held-back aggregates, gzipped, the printed output (output.txt) and
+``--out DIR`` keeps the evidence: per sweep the aggregates, the models tables, the time models'
+models.json entries, the decide.json of measuring until decided, make run's log and the held-back
+aggregates, gzipped, the printed output (output.txt) and
 summary.json (the figures the targets are judged by); ``--from DIR`` prints the same judgement from them.
 
 Targets (issue "Models decided by measurement"):
@@ -161,6 +162,9 @@ def keep(clone: Path, dest: Path, info: dict) -> None:
         if mj.exists():
             time_entry = [e for e in json.loads(mj.read_text()) if e["region"] == "all" and e["metric"] == "time"]
             put(mj, f"models/{name}/models.json", json.dumps(time_entry))
+        if (res / "plan" / name / "decide.json").exists():
+            put(res / "plan" / name / "decide.json", f"plan/{name}/decide.json")
+    put(clone / "make-run.log", "make-run.log")
     for agg in sorted((clone / "heldback" / "results" / "tables").glob(f"*{LINE}*/aggregate.csv")):
         put(agg, f"heldback/{agg.parent.name}/aggregate.csv")
     (dest / "sweep.json").write_text(json.dumps(info, indent=1) + "\n")

@@ -16,9 +16,11 @@ share says. A study not decided gets more runs, one step a round, while its ``bu
 its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
 unit is the core-hour, as of an adaptive design's budget). The step:
 
-- with disturbed configurations, before anything else: one more repetition at them, the most disturbed
-  first (perfsweep.tables.busy_configurations), as many as fit into STEP_SHARE of the budget (at least
-  one; ``"why": "disturbed"`` in the step): a host busy for a while then measures them again once it is
+- with disturbed configurations, before anything else: more repetitions at them, up to REMEASURE each,
+  the most disturbed first and round by round (perfsweep.tables.busy_configurations), as many as fit
+  into STEP_SHARE of the budget (at least one; ``"why": "disturbed"`` in the step; one repetition each
+  made a few disturbed configurations take a round each, and a busy host's sweep reached MAX_ROUNDS
+  with the budget unspent): a host busy for a while then measures them again once it is
   not; a host busy throughout spends the budget on them and the study ends undecided ('budget spent,
   host busy (...)') instead of confidently wrong;
 - a new point where the leading forms part most relative to the noise (model discrimination, Atkinson
@@ -63,6 +65,7 @@ from perfsweep.sweep.record import study_records
 
 PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
 STEP_SHARE = 0.5  # of the budget, one step of repetitions spends at most this (each a Snakemake start more)
+REMEASURE = 3  # a step measures a disturbed configuration again up to this many times (outvotes 2 disturbed runs)
 
 
 def decide_round(sweep, results_dir) -> tuple[bool, bool]:
@@ -128,8 +131,9 @@ def decide_study(sweep, study, results_dir) -> str:
     state["ended"] = None
     write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
     what = (f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
-            if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) "
-            + ("with disturbed runs" if step.get("why") == "disturbed" else "of the largest CV"))
+            if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) of the "
+            "largest CV" if step.get("why") == "cv" else f"{len(step['repetitions'])} more run(s) at the "
+            f"{len(set(step['repetitions']))} configuration(s) with disturbed runs")
     print(f"perfsweep: study {study.name}: {undecided}: {what} ({entry['spent_core_hours']:.3g} of "
           f"{entry['budget_core_hours']:.3g} core-hours spent" + (", the last step it allows)" if step["last"] else ")"),
           flush=True)
@@ -182,14 +186,17 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
 def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,
                disturbed: list[str] | tuple[str, ...] = ()) -> dict | None:
     """The next runs within ``left`` core-seconds: with ``disturbed`` configurations (config ids, most
-    disturbed first), one more repetition at them ("why": "disturbed"), else a new point where the
+    disturbed first), up to REMEASURE more repetitions each ("why": "disturbed"), else a new point where the
     leading forms part by >= PARTS standard errors, else one more repetition at the configurations of
     the largest CV (of those with ``times``: those fitted; "why": "cv"); repetitions at as many as fit
     into ``per_step`` (at least one); None if none fits."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
-    if disturbed:  # before any other step: the medians they would be chosen on are a busy host's
-        return _repetitions([cid for cid in disturbed if cid in per_run], per_run, left, per_step, "disturbed")
+    if disturbed:  # before any other step: the medians they would be chosen on are a busy host's; up to
+        # REMEASURE runs each in one step (the most disturbed first, round by round), so that a few
+        # disturbed configurations do not take a round each (each a Snakemake start; at most MAX_ROUNDS)
+        known = [cid for cid in disturbed if cid in per_run]
+        return _repetitions(known * REMEASURE, per_run, left, per_step, "disturbed")
     cvs = [cv_of(t) for t in times]
     noise = float(np.nanmedian(cvs)) if np.isfinite(cvs).any() else 0.1
     cands = candidates(study, {c.config_id for c in configs})

@@ -31,27 +31,50 @@ def law(coef: float, n_power: str, n_log: int = 0, m_power: str = "2") -> Model:
                  np.array([0.0, coef]))
 
 
-def test_predictions_apart_is_the_furthest_two_sweeps_ratio(replicates):
+def test_apart_is_the_furthest_two_sweeps_ratio(replicates):
     # the case: n^(3/4) log2(n) m^2 in one sweep, n m^(9/4) in the others, agreeing at (1000, 3)
     a = law(1.0, "3/4", 1)
     b = law(1000 ** 0.75 * np.log2(1000) * 9 / (1000 * 3 ** 2.25), "1", 0, "9/4")
     points = np.array([[1000.0, 3.0], [2500.0, 3.0], [1000.0, 7.0]])
-    out = replicates.predictions_apart([a, b, b], points)
+    out = replicates.apart(np.array([m.predict(points) for m in (a, b, b)]))
     expected = np.array([b.predict(points) / a.predict(points), a.predict(points) / b.predict(points)]).max(axis=0) - 1
-    np.testing.assert_allclose(out["apart"], expected)
-    assert out["apart"][0] == pytest.approx(0.0, abs=1e-12)
-    assert out["apart"][1] > 0.10 and out["apart"][2] > 0.10  # they part beyond the grid in n and in m
-    assert out["over_10"] == 2 and out["max"] == pytest.approx(expected.max())
-    assert out["median"] == pytest.approx(np.median(expected))
-    # one sweep alone has nothing to be apart from; a non-positive prediction has no ratio
-    assert np.isnan(replicates.predictions_apart([a], points)["median"])
-    negative = Model(["n", "m"], [], np.array([-1.0]))
-    assert np.isnan(replicates.predictions_apart([a, negative], points)["apart"]).all()
+    np.testing.assert_allclose(out, expected)
+    assert out[0] == pytest.approx(0.0, abs=1e-12)
+    assert out[1] > 0.10 and out[2] > 0.10  # they part beyond the grid in n and in m
+    negative = Model(["n", "m"], [], np.array([-1.0]))  # a non-positive prediction has no ratio
+    assert np.isnan(replicates.apart(np.array([a.predict(points), negative.predict(points)]))).all()
 
 
-def test_validation_points_are_the_union_of_the_sweeps(replicates):
-    fit = {"validation": [{"parameters": {"n": 2500, "m": 3}}, {"parameters": {"n": 1000, "m": 7}}]}
-    other = {"validation": [{"parameters": {"m": 3, "n": 2500}}]}
-    points = replicates.validation_points([fit, None, other], ["n", "m"])
-    np.testing.assert_array_equal(points, [[1000.0, 7.0], [2500.0, 3.0]])
-    assert replicates.validation_points([None], ["n", "m"]).shape == (0, 2)
+def test_held_back_points_lie_beyond_the_default_grid_and_are_not_named_by_the_config(replicates):
+    import yaml
+    config = yaml.safe_load((BENCH.parent / "config" / "config.yaml").read_text())
+    held = replicates.held_back_config(config)
+    assert held["repetitions"] == 3 and "decide" not in held
+    for name, lines in replicates.HELD_BACK.items():
+        study = config["studies"][name]
+        named = [tuple(sorted(p.items())) for p in study.get("validate", {}).get("points", [])]
+        for k, (vary, at) in enumerate(lines):
+            entry = held["studies"][f"{name}{replicates.LINE}{k}"]
+            assert entry["vary"] == vary and all(entry["fixed"][p] == v for p, v in at.items())
+            for param, values in vary.items():
+                if param == "p":
+                    continue
+                top = max(study["vary"][param])
+                assert all(1.4 <= v / top <= 3 for v in values), (name, param, values)
+                for v in values:  # no held-back point is one of the config's validation points
+                    point = {**{q: at.get(q) for q in study["vary"]}, **{q: vary[q][0] for q in vary}, param: v}
+                    assert tuple(sorted(point.items())) not in named
+
+
+def test_the_committed_sweeps_give_the_committed_figures(replicates):
+    # the evidence behind docs/explanation/models.md: judged again from bench/results, the same figures
+    import json
+    import yaml
+    config = yaml.safe_load((BENCH.parent / "config" / "config.yaml").read_text())
+    for kind in ("quiet", "busy"):
+        root = BENCH / "results" / f"replicates_{kind}"
+        kept = json.loads((root / "summary.json").read_text())
+        dirs = sorted(p for p in root.glob("sweep*") if p.is_dir())
+        _, summary = replicates.judge(dirs, config, False, None, kind == "busy")
+        for key in ("worst_median_error", "apart_within_10", "apart_within_15", "coverage", "points", "median_width"):
+            assert summary[key] == pytest.approx(kept[key]), (kind, key)

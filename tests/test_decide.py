@@ -126,6 +126,32 @@ def test_candidates_are_the_grid_and_one_step_beyond_but_not_in_p(tmp_path):
     assert sorted(c.config_id for c in cands) == ["n=400_p=1", "n=400_p=2"]
 
 
+def test_no_new_point_at_a_process_count_whose_runs_were_oversubscribed():
+    # the default sweep's T_n_p asked for n=2100_p=4 (9.4 standard errors): p = 4 on 2 cores is not
+    # fitted, so a point there decides no form; the step goes where the fitted forms part instead
+    from fractions import Fraction
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
+           "decide": {"budget": 0.5}, "studies": {"s": {"vary": {"n": [100, 200, 300, 400, 500], "p": [1, 2, 4]}}}}
+    study = load_config(cfg).study("s")
+    names = ["n", "p"]
+    lin = Model(names, [Term((Factor(0, Fraction(1), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0]))
+    sq = Model(names, [Term((Factor(0, Fraction(2), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0 / 500]))
+    lin.bootstrap = [lin, lin, sq]
+    configs = study.configurations()
+    times = [[] if c.params["p"] == 4 else [c.params["n"] / c.params["p"] * 0.99, c.params["n"] / c.params["p"] * 1.01]
+             for c in configs]
+    cost = {c.config_id: [1.0, 1.0] for c in configs}
+    anywhere = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)
+    assert anywhere["point"] == {"n": 600, "p": 1}  # the forms part most where p is smallest
+    lin.bootstrap = [lin, lin, Model(names, [Term((Factor(0, Fraction(2), 0), Factor(1, Fraction(-3), 0)))],
+                                     np.array([0.0, 1.0 / 500]))]  # ... and now most at p = 4
+    assert decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)["point"]["p"] == 4
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0, shared={4})
+    assert got["point"]["p"] != 4, got
+
+
 def test_config_keys_and_bad_values():
     cfg = sweep_config(VARY)
     assert load_config(cfg).study("s").decide is None  # off by default

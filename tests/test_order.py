@@ -72,7 +72,7 @@ def test_seed_is_validated_and_defaults_to_one():
         load_config(dict(base, seed=-1), source="c.yaml")
     with pytest.raises(ConfigError, match=r"seed.*'x'"):
         load_config(dict(base, seed="x"), source="c.yaml")
-    assert load_config(dict(base)).disturbed == 0.25
+    assert load_config(dict(base)).disturbed == 0.1
     with pytest.raises(ConfigError, match=r"c\.yaml: variability\.disturbed: 1\.5"):
         load_config(dict(base, variability={"disturbed": 1.5}), source="c.yaml")
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import shutil
@@ -131,8 +132,9 @@ def make_sweep(k: int, busy: bool, config: dict) -> tuple[Path, dict]:
             load.stop()
     hb = clone / "heldback"
     hb.mkdir()
-    (hb / "heldback.yaml").write_text(yaml.safe_dump(held_back_config(config), sort_keys=False))
-    targets = [f"results/tables/{name}/aggregate.csv" for name in held_back_config(config)["studies"]]
+    held = held_back_config(config)
+    (hb / "heldback.yaml").write_text(yaml.safe_dump(held, sort_keys=False))
+    targets = [f"results/tables/{name}/aggregate.csv" for name in held["studies"]]
     rc_hb, wall_hb = run([str(clone / ".venv/bin/perfsweep"), "run", "heldback.yaml", "--cores", "2", "--no-report",
                           "--", *targets], hb, hb / "perfsweep.log")  # the aggregates only: no models of 2 points
     info = {"sweep": k, "commit": commit, "busy": busy, "make_run_s": round(wall, 1), "make_run_exit": rc,
@@ -155,9 +157,8 @@ def keep(clone: Path, dest: Path, info: dict) -> None:
         agg = res / "tables" / name / "aggregate.csv"
         if agg.exists():
             put(agg, f"tables/{name}/aggregate.csv")
-        for f in ("models.csv",):
-            if (res / "models" / name / f).exists():
-                put(res / "models" / name / f, f"models/{name}/{f}")
+        if (res / "models" / name / "models.csv").exists():
+            put(res / "models" / name / "models.csv", f"models/{name}/models.csv")
         mj = res / "models" / name / "models.json"
         if mj.exists():
             time_entry = [e for e in json.loads(mj.read_text()) if e["region"] == "all" and e["metric"] == "time"]
@@ -179,10 +180,10 @@ def read(root: Path, rel: str) -> str | None:
 
 def csv(root: Path, rel: str) -> pd.DataFrame | None:
     text = read(root, rel)
-    return None if text is None else pd.read_csv(__import__("io").StringIO(text))
+    return None if text is None else pd.read_csv(io.StringIO(text))
 
 
-def study_result(root: Path, held: Path, name: str, study: dict) -> dict | None:
+def study_result(root: Path, held: Path, name: str) -> dict | None:
     """A study's time model of one sweep (results ``root``), its models-table row, and its held-back
     points (``held``: the held-back runs' results) evaluated (modeling.validation.evaluate)."""
     entries = read(root, f"models/{name}/models.json")
@@ -255,7 +256,7 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
             f"{'busy (one core busy half of every second)' if info.get('busy') else 'quiet'}; make run "
             f"{info.get('make_run_s', float('nan')):.0f} s (exit {info.get('make_run_exit')}), held-back runs "
             f"{info.get('held_back_s', float('nan')):.0f} s; load average at the end {info.get('load_average_end')}")
-    res = {name: [study_result(d, d / "heldback", name, config["studies"][name]) for d in dirs] for name in HELD_BACK}
+    res = {name: [study_result(d, d / "heldback", name) for d in dirs] for name in HELD_BACK}
     ex: dict = {}
     if extrap:
         jobs, where = [], []

@@ -132,10 +132,13 @@ def decide_study(sweep, study, results_dir) -> str:
         state["repetitions"][cid] = state["repetitions"].get(cid, 0) + 1
     state["ended"] = None
     write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
-    what = (f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
-            if "point" in step else f"one more repetition at the {len(step['repetitions'])} configuration(s) of the "
-            "largest CV" if step.get("why") == "cv" else f"{len(step['repetitions'])} more run(s) at the "
-            f"{len(set(step['repetitions']))} configuration(s) with disturbed runs")
+    if "point" in step:
+        what = f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
+    elif step["why"] == "cv":
+        what = f"one more repetition at the {len(step['repetitions'])} configuration(s) of the largest CV"
+    else:
+        what = (f"{len(step['repetitions'])} more run(s) at the {len(set(step['repetitions']))} configuration(s) "
+                "with disturbed runs")
     print(f"perfsweep: study {study.name}: {undecided}: {what} ({entry['spent_core_hours']:.3g} of "
           f"{entry['budget_core_hours']:.3g} core-hours spent" + (", the last step it allows)" if step["last"] else ")"),
           flush=True)

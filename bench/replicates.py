@@ -241,6 +241,26 @@ def fitted_grid(root: Path, name: str, varied: list[str], processes: str | None)
     return grid[~oversubscribed_rows(grid, processes or "p", varied)]
 
 
+def reproduced(dirs: list[Path], name: str, fits: list[dict]) -> str:
+    """How far the sweeps' medians of the same fitted configurations lie apart (per configuration the
+    standard deviation of their logs, the median over configurations), against what their repetitions
+    say (per configuration and sweep the standard error of the log mean), and how far the sweeps'
+    models left the medians (their relative scatter): measured again, the data or the model?"""
+    grids = [fitted_grid(d, name, f["varied"], f["processes"]) for d, f in zip(dirs, fits)]
+    grids = [g.set_index("config_id") for g in grids if g is not None]
+    common = sorted(set.intersection(*(set(g.index) for g in grids))) if grids else []
+    between = [np.std(np.log([g.loc[c, "median"] for g in grids]), ddof=1) for c in common]
+    within = []
+    for g in grids:
+        for c in common:
+            v = np.log(np.array(str(g.loc[c, "values"]).split(), dtype=float))
+            if len(v) > 1:
+                within.append(np.std(v, ddof=1) / np.sqrt(len(v)))
+    return (f"  the {len(common)} configurations all sweeps fitted: medians apart between the sweeps by "
+            f"{np.median(between):.1%} (standard deviation), their repetitions' standard error {np.median(within):.1%}; "
+            f"the models left {', '.join(format(f['model'].scatter, '.1%') for f in fits)} around the medians")
+
+
 def apart(preds: np.ndarray) -> np.ndarray:
     """Per point (columns), the largest over the smallest of the sweeps' predictions (rows), minus 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -313,6 +333,7 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
             say(f"  lead orders {'agree' if agree else 'differ'}: " + " | ".join(m.lead() for m in models))
             say(f"  the sweeps' predictions at the {len(a)} held-back points apart by a median of {np.nanmedian(a):.1%}, "
                 f"at most {np.nanmax(a):.1%}; {int(np.sum(a > 0.10))} more than 10 % apart")
+            say(reproduced(dirs, name, [f for f in fits if f is not None]))
         studies[name] = sweep_out
     spread_a, cov = np.array(spread), np.array(covered, bool)
     summary = {"sweeps": infos, "studies": studies, "worst_median_error": max(errors) if errors else None,

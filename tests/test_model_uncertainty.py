@@ -107,3 +107,69 @@ def test_form_spread_weighs_by_the_criterion():
     assert spread[0] == pytest.approx(np.sqrt(0.5 * np.log(1.1) ** 2), rel=1e-6)
     assert own.form_spread(np.array([[10.0]]), 0.0) is None
     assert Model(["x"], [term], np.array([0.0, 1.0])).form_spread(np.array([[10.0]])) is None
+
+
+# ---- where the host was quiet (FitOptions.drift, modeling.fit_resample): the form's scatter is not drift
+
+def law_between_forms(n, m):
+    """A cost between PMNF forms in m (sites within a reach that grows with m, as ljmd's): the models
+    leave a few per cent around it that no measurement removes."""
+    return 0.02 + 3e-6 * n * m ** 2 * (1 + 0.3 * np.sin(1.7 * m)) + 1e-5 * n
+
+
+def between_forms_sweep(rng):
+    x = np.array([[n, m] for n in (400, 800, 1200, 1600, 2000) for m in (1, 2, 3, 4, 5)], float)
+    y = law_between_forms(*x.T)[:, None] * np.exp(rng.normal(0, 0.005, (len(x), 3)))  # 0.5 % between runs
+    return x, y
+
+
+def test_a_quiet_hosts_points_decide_the_form_by_their_repetitions_and_widen_the_intervals_by_the_form():
+    """The same data fitted as of an unknown host (drift None: every point's mean also moved by the
+    scatter the model leaves) and as measured on a quiet host (no point flagged): the form's lead share
+    from resamples of the repetitions alone is higher (0.5 % between runs; the models leave ~4 %, which
+    a sweep measured again has too), and the intervals' resamples are the same as the unknown host's
+    (the same draws moved by the same scatter), so the intervals still carry what the forms miss."""
+    rng = np.random.default_rng(5)
+    x, y = between_forms_sweep(rng)
+    unknown, = fit_models(x, [y], ["n", "m"], options=FitOptions(bootstrap=40, seed=3))
+    quiet, = fit_models(x, [y], ["n", "m"], options=FitOptions(bootstrap=40, seed=3, drift=(False,) * len(x)))
+    print(f"lead shares: unknown host {unknown.lead_share:.2f}, quiet {quiet.lead_share:.2f}; scatter {unknown.scatter:.3f}")
+    assert unknown.scatter > 0.02  # the form's scatter, far above the runs' 0.5 %
+    assert quiet.lead_share > unknown.lead_share and quiet.lead_share >= 0.8, (quiet.lead_share, unknown.lead_share)
+    at = np.array([[4000.0, 3.0], [1200.0, 8.0]])
+    assert np.allclose([b.predict(at) for b in quiet.bootstrap], [b.predict(at) for b in unknown.bootstrap])
+    low, high = quiet.interval(at)
+    assert np.all(high / low > np.exp(2 * 1.645 * 0.02))  # at least the form's scatter wide
+
+
+def test_the_disturbed_points_alone_move_with_the_host():
+    """resampled_means with a flag per point: the flagged points' means stray by the excess, the others
+    are the repetitions' resamples alone (the same draws as without an excess)."""
+    from perfsweep.modeling.fit_resample import resampled_means
+    y = np.array([[1.0, 1.02, 0.98], [2.0, 2.04, 1.96], [3.0, 3.06, 2.94]])
+    plain = resampled_means(y, 200, np.random.default_rng(1))
+    moved = resampled_means(y, 200, np.random.default_rng(1), excess=0.2, drift=(False, True, False))
+    assert np.array_equal(moved[:, [0, 2]], plain[:, [0, 2]])
+    assert np.std(np.log(moved[:, 1] / plain[:, 1])) == pytest.approx(0.2, rel=0.2)
+
+
+def test_which_points_the_host_may_have_moved():
+    import pandas as pd
+    from perfsweep.modeling.pipeline import drift_points
+    sel = pd.DataFrame({"others_busy_share": [0.05, 0.3, np.nan, 0.2],
+                        "disturbed_ok_share": [0.0, 1.0, 0.0, 0.5]})
+    # quiet; disturbed (its median from disturbed runs); host unknown; half disturbed: its median is not
+    assert drift_points(sel) == (False, True, True, False)
+    assert drift_points(sel.iloc[[1, 2]]) is None  # none known quiet: every point, as before
+    assert drift_points(sel.drop(columns="others_busy_share")) is None  # an aggregate without host load
+
+
+def test_an_interval_is_around_the_reported_prediction():
+    """Where the resamples chose another form than the reported one (whose predictions lie 20 % above
+    it beyond the grid, all alike), the interval reaches them: the spread is measured around the
+    reported model's prediction, not around the resamples' own mean."""
+    line = Model(["n"], [Term((Factor(0, 1, 0),))], np.array([0.0, 1.0]), scatter=0.0)
+    other = Model(["n"], [Term((Factor(0, 1, 0),))], np.array([0.0, 1.2]))
+    line.bootstrap = [other] * 10
+    low, high = line.interval([100.0])
+    assert low[0] < 100 < 120 < high[0]

@@ -7,6 +7,12 @@ import math
 from typing import Any, Iterable
 
 
+# a configuration's median comes from disturbed runs (a busy host: perfsweep.tables.disturbed_runs) where more
+# than this share of its successful runs was disturbed: measured again until decided (perfsweep.steps.decide),
+# and its mean may have moved by more than its repetitions show (perfsweep.modeling.pipeline.drift_points)
+DISTURBED_CONFIGURATION = 0.5
+
+
 def ok_times(records: Iterable[dict[str, Any]]) -> list[float]:
     """The measured times of the good runs (status ok, a numeric time) among ``records``."""
     return [float(r["time"]) for r in records if r.get("status") == "ok" and isinstance(r.get("time"), (int, float))]

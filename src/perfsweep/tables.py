@@ -22,7 +22,7 @@ import pandas as pd
 from perfsweep.apps.metric_kinds import kind_of
 from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
 from perfsweep.errors import NoSuccessfulRun
-from perfsweep.stats import cv_of
+from perfsweep.stats import DISTURBED_CONFIGURATION, cv_of
 from perfsweep.sweep.record import check_record
 
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
@@ -33,9 +33,6 @@ RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "stat
 # perfsweep.sweep.order); empty for records that do not say
 HOST_COLUMNS = ["others_busy_share", "cpu_wall_ratio", "involuntary_switches", "watched_cores", "load_processes"]
 HOST_FIELDS = {"watched_cores": "cores", "load_processes": "processes"}  # column -> host_load field, where they differ
-# a configuration is disturbed (measured again until decided, perfsweep.steps.decide) where more than this
-# share of its successful runs was: its median then comes from a busy host
-DISTURBED_CONFIGURATION = 0.5
 ORDER_COLUMNS = ["order_seed", "order_round", "order_position"]
 
 

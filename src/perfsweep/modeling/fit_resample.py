@@ -2,12 +2,32 @@
 
 With ``FitOptions.bootstrap`` the repetitions of every point are resampled (resampled_means) and every
 resample modelled anew (resample_models); the reported model is the one the resamples agree with
-(modeling.consensus: Model.lead_share, .interval). Rounds does this in two rounds: the first resamples
-the repetitions alone; the second also moves every point's mean by the scatter that the first round's
-model leaves beyond the repetitions' noise (_scatter, _excess, at most the means' own _spread): the
-host's drift between configurations measured at different times, which one configuration's
-repetitions do not show (on the 2-core test machines the same point measured 3.48 s and 3.00 s half
-an hour apart).
+(modeling.consensus: Model.lead_share, .interval). Rounds does this in rounds: the first resamples the
+repetitions alone; the next also moves every point's mean by the scatter that the first round's model
+leaves beyond the repetitions' noise (_scatter, _excess, at most the means' own _spread): the host's
+drift between configurations measured at different times, which one configuration's repetitions do
+not show (on the 2-core test machines the same point measured 3.48 s and 3.00 s half an hour apart),
+and what the PMNF forms miss of the law (ljmd's power of m lies between m^2 and m^(8/3)).
+
+The two are told apart where the records say what the host did (FitOptions.drift, from the aggregate:
+perfsweep.modeling.pipeline.drift_points). A quiet host's configurations are measured in rounds, their
+repetitions at different times, so their repetitions show its drift, and the scatter beyond is the
+form's: a sweep measured again has it too. In three default sweeps one after another on an idle
+2-core machine (bench/results/replicates_f301cd1/quiet/output_again.txt) the medians of the same
+configurations lay apart between the sweeps by 0.9-1.3 % (per study), as much as their repetitions
+say (standard error 1.0-1.2 %), while the models left 1.2-4.2 % around them; on a busy host the
+disturbed configurations' medians by 4.0-5.4 % against 2.2-2.4 % (replicates_f301cd1/busy, T(n, p) and
+T(frames, p)). Moving the quiet points by the form's scatter asked of the resamples what no new
+measurement would change: lead shares of 0.03-0.70 in 10 of the 12 quiet study-sweeps, and measuring
+until decided spent its whole budget without raising them. So where some points are known quiet:
+
+- the form and its lead share (would measuring again choose it?) come from a round that moves only the
+  other points (disturbed, or of an unknown host), or from the first round where there are none;
+- the intervals' resamples (Model.bootstrap: where may a new measurement fall?) from the round that
+  moves every point, for what the forms miss holds beyond the grid too.
+
+With no point known quiet (an aggregate without host load, a synthetic suite) both are the round that
+moves every point, as before.
 
 The resamples are modelled by a ``fitter`` the caller passes (perfsweep.modeling.fit passes
 fit_search.Search over the batch's points), so that this module needs only its two calls: models()
@@ -45,7 +65,9 @@ class Rounds:
         """Every set's reported model, with the scatter that widens its intervals where it has
         resamples. The scatter a model leaves beyond the repetitions' noise (the host's drift between
         configurations, what the form misses) is known only from a model that the resamples chose: a
-        first round over the repetitions alone, then the round that also carries that scatter."""
+        first round over the repetitions alone, then the round that also carries that scatter, and where
+        some points are known quiet (FitOptions.drift) the form's from a round that moves only the others
+        (see the module)."""
         ybar, noise, relative = self.ybar, self.noise, self.relative
         final, scatter = self.models, [None] * len(self.models)
         if self.opts.bootstrap:
@@ -55,6 +77,13 @@ class Rounds:
             final = first
             if any(e > 0 for e in excess):
                 final, scatter = self.choose(excess, first), [None] * len(self.models)
+                drift = self.opts.drift
+                if drift is not None and not all(drift):  # the form and its lead share: the host's points moved
+                    wide = final
+                    final = self.choose(excess, first, drift) if any(drift) else first
+                    for chosen, moved in zip(final, wide):  # the intervals: every point moved
+                        if chosen.bootstrap and moved.bootstrap:
+                            chosen.bootstrap = moved.bootstrap
         for j, chosen in enumerate(final):
             if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
                 s = scatter[j] if scatter[j] is not None else _scatter(chosen, ybar[j], noise[j], relative)
@@ -69,13 +98,14 @@ class Rounds:
         matching rounds), and the second round differs from the first by its excess alone."""
         return np.random.default_rng([self.opts.seed, self.index[j]])
 
-    def choose(self, excess: list[float], known: list[Model]) -> list[Model]:
-        """Every set's reported model (consensus) over resamples that stray by ``excess`` more; the
-        forms of ``known`` (a first round's choices) are candidates too."""
+    def choose(self, excess: list[float], known: list[Model], drift: tuple[bool, ...] | None = None) -> list[Model]:
+        """Every set's reported model (consensus) over resamples whose means stray by ``excess`` more (with
+        ``drift``, a flag per point: those points' means only); the forms of ``known`` (a first round's
+        choices) are candidates too."""
         draws, owner = [], []
         for j, c in enumerate(self.reps):
             if self.opts.bootstrap and np.max(np.sum(~np.isnan(c), axis=1)) >= 2:
-                draws.append(resampled_means(c, self.opts.bootstrap, self.stream(j), excess[j], self.relative))
+                draws.append(resampled_means(c, self.opts.bootstrap, self.stream(j), excess[j], self.relative, drift))
                 owner += [j] * self.opts.bootstrap
         if not draws:
             return self.models
@@ -108,14 +138,16 @@ def resample_models(fitter, ybar, noise, owner, pools) -> list[Model]:
     return models
 
 
-def resampled_means(y: np.ndarray, count: int, rng, excess: float = 0.0, relative: bool = True) -> np.ndarray:
+def resampled_means(y: np.ndarray, count: int, rng, excess: float = 0.0, relative: bool = True,
+                    drift=None) -> np.ndarray:
     """(count, N) means of the repetitions of every point drawn with replacement. The deviations
     from the point's mean are widened by sqrt(r / (r - 1)): the plain bootstrap's variance of a mean
     of r values is (r - 1) / r of the true one (a 5-repetition bootstrap interval would be too short);
     with ``relative`` the widening is of the ratio to the mean (a positive value stays positive).
     Every drawn mean then strays by ``excess`` more (a fraction of the value with ``relative``, else
     in the values' unit), independently per point: the scatter between configurations that the
-    repetitions of one round do not show."""
+    repetitions of one round do not show; with ``drift`` (a flag per point) only the flagged points'
+    means (the others' draws are made and not used: every point's stream stays the same)."""
     out = np.empty((count, len(y)))
     for n, row in enumerate(y):
         v = row[~np.isnan(row)]
@@ -128,7 +160,8 @@ def resampled_means(y: np.ndarray, count: int, rng, excess: float = 0.0, relativ
         out[:, n] = mean * (draw / mean) ** widen if relative and mean > 0 else mean + widen * (draw - mean)
     if excess > 0:
         shift = rng.standard_normal(out.shape) * excess
-        out = out * np.exp(shift - excess * excess / 2) if relative else out + shift
+        moved = out * np.exp(shift - excess * excess / 2) if relative else out + shift
+        out = moved if drift is None else np.where(np.asarray(drift, dtype=bool), moved, out)
     return out
 
 

@@ -114,8 +114,11 @@ class Model:
                 rel, absolute = np.full(len(pred), scatter), scatter * np.abs(pred)
             else:
                 rel, absolute = scatter / np.abs(pred), np.full(len(pred), scatter)
-            log_spread = np.std(np.log(np.where(positive, preds, 1.0)), axis=0, ddof=1)
-            spread_abs = np.std(preds, axis=0, ddof=1)
+            # around this model's prediction (not the resamples' mean): where the resamples chose other
+            # forms than this one, how far they lie from it counts
+            centre = np.log(np.where(positive, pred, 1.0))
+            log_spread = _around(np.log(np.where(positive, preds, 1.0)), centre)
+            spread_abs = _around(preds, pred)
             forms = self.form_spread(x, temperature)
             if forms is not None:  # the forms' part: at least what the criterion's weights give (not added
                 log_spread = np.maximum(log_spread, forms)  # to the resamples' spread, which has their forms)
@@ -247,6 +250,12 @@ class Model:
 
 
 _STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share", "scatter", "criterion")
+
+
+def _around(values: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    """Per column, the root mean square of the rows' departures from ``centre`` (B - 1 degrees of freedom,
+    the standard deviation's where the rows' mean is the centre)."""
+    return np.sqrt(np.sum((values - centre) ** 2, axis=0) / max(len(values) - 1, 1))
 
 
 def _strict(value: Any) -> Any:

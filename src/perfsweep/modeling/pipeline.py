@@ -39,6 +39,7 @@ from perfsweep.modeling import validation
 from perfsweep.modeling.consensus import NEGATIVE
 from perfsweep.modeling.fit import MIN_VALUES, FitOptions, fit_models
 from perfsweep.modeling.model import Model, fill_statistics
+from perfsweep.stats import DISTURBED_CONFIGURATION
 from perfsweep.values import format_value
 
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
@@ -124,7 +125,8 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
     models, preds = [], []
     for whole in todo.values():
         x = whole[0][1][varied].to_numpy(float)
-        for row, sel, model, note, error in _fit_sets(x, whole, varied, processes, few, options, kinds):
+        batch = replace(options, drift=drift_points(whole[0][1]))
+        for row, sel, model, note, error in _fit_sets(x, whole, varied, processes, few, batch, kinds):
             kind = kinds[row["metric"]]
             row.update(kind.fields())
             if model is None:
@@ -142,6 +144,20 @@ def fit_study_models(agg: pd.DataFrame, study: str, varied: list[str], fixed: di
                            "validation": validation.entries(at, varied)})
             preds += _all_predictions(model, sel, other, at, study, row, varied)
     return _in_key_order(keys, rows, models, preds)
+
+
+def drift_points(sel: pd.DataFrame) -> tuple[bool, ...] | None:
+    """Per configuration of ``sel`` (a measurement set's rows) whether the host may have moved its mean by
+    more than its repetitions show (FitOptions.drift): where its runs' host load is unknown (no
+    ``others_busy_share``: records without host_load, an aggregate from elsewhere) or its median comes
+    from disturbed runs (``disturbed_ok_share`` above DISTURBED_CONFIGURATION, perfsweep.tables). A
+    quiet host's configurations are measured in rounds, their repetitions at different times, so
+    their repetitions show its drift. None where no configuration is known quiet (every point)."""
+    if "others_busy_share" not in sel or "disturbed_ok_share" not in sel:
+        return None
+    known = pd.to_numeric(sel["others_busy_share"], errors="coerce").notna()
+    quiet = known & (pd.to_numeric(sel["disturbed_ok_share"], errors="coerce") <= DISTURBED_CONFIGURATION)
+    return tuple(bool(q) for q in ~quiet) if quiet.any() else None
 
 
 def _oversubscribed_notes(agg: pd.DataFrame, over: pd.Series, processes: str,

@@ -42,9 +42,10 @@ class FitOptions:
     # only one value more than its hypotheses (two values of p with the one form p^-1: Amdahl's law)
     assumed: tuple = ()
     seed: int = 0  # of the resampling (the same input gives the same intervals)
-    # per point of X (in order): whether the host may have moved its mean by more than its repetitions show
-    # (the second resampling round moves only these points, modeling.fit_resample); None: every point
-    # (nothing is known of the host), so perfsweep.modeling.pipeline.drift_points
+    # per point of X (in order): whether the host may have moved its mean by more than its repetitions show;
+    # the resamples that decide the form move only these points by the model's scatter, those of the
+    # intervals every point (modeling.fit_resample); None: every point (nothing is known of the host).
+    # From an aggregate: perfsweep.modeling.pipeline.drift_points
     drift: tuple[bool, ...] | None = None
 
 

@@ -148,7 +148,7 @@ def test_no_new_point_at_a_process_count_whose_runs_were_oversubscribed():
     lin.bootstrap = [lin, lin, Model(names, [Term((Factor(0, Fraction(2), 0), Factor(1, Fraction(-3), 0)))],
                                      np.array([0.0, 1.0 / 500]))]  # ... and now most at p = 4
     assert decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0)["point"]["p"] == 4
-    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0, shared={4})
+    got = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=3.0, unfitted={4})
     assert got["point"]["p"] != 4, got
 
 

@@ -77,12 +77,12 @@ class Rounds:
             excess = [min(_excess(s, noise[j]), _spread(ybar[j], relative)) for j, s in enumerate(scatter)]
             final = first
             if any(e > 0 for e in excess):
-                final, scatter = self.choose(excess, first), [None] * len(self.models)
-                drift = self.opts.drift
-                if drift is not None and not all(drift):  # the form and its lead share: the host's points moved
-                    wide = final
+                wide, drift, scatter = self.choose(excess, first), self.opts.drift, [None] * len(self.models)
+                if drift is None or all(drift):
+                    final = wide
+                else:  # the form and its lead share: only the host's points moved; the intervals: every point
                     final = self.choose(excess, first, drift) if any(drift) else first
-                    for chosen, moved in zip(final, wide):  # the intervals: every point moved
+                    for chosen, moved in zip(final, wide):
                         if chosen.bootstrap and moved.bootstrap:
                             chosen.bootstrap = moved.bootstrap
         for j, chosen in enumerate(final):

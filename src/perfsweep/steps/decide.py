@@ -117,9 +117,9 @@ def decide_study(sweep, study, results_dir) -> str:
     times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
              if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
     left = entry["budget_core_hours"] * 3600 - spent_s
-    shared = {c.params.get(study.processes) for c in configs if c.config_id in over}  # process counts not fitted
+    unfitted = {c.params.get(study.processes) for c in configs if c.config_id in over}  # oversubscribed process counts
     step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600, busy,
-                      shared)
+                      unfitted)
     if step is None:
         kind = undecided.split(" (")[0]  # form undecided, interval too wide, host busy
         return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
@@ -189,12 +189,12 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
 
 
 def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,
-               disturbed: list[str] | tuple[str, ...] = (), shared: set | frozenset = frozenset()) -> dict | None:
+               disturbed: list[str] | tuple[str, ...] = (), unfitted: set | frozenset = frozenset()) -> dict | None:
     """The next runs within ``left`` core-seconds: with ``disturbed`` configurations (config ids, most
     disturbed first), up to REMEASURE more repetitions each ("why": "disturbed"), else a new point where the
     leading forms part by >= PARTS standard errors, else one more repetition at the configurations of
     the largest CV (of those with ``times``: those fitted; "why": "cv"); repetitions at as many as fit
-    into ``per_step`` (at least one); None if none fits. No new point has a process count in ``shared``
+    into ``per_step`` (at least one); None if none fits. No new point has a process count in ``unfitted``
     (those whose runs were oversubscribed: not fitted, so they decide no form)."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
@@ -206,7 +206,7 @@ def _next_step(study, model, configs, times, cost: dict, left: float, per_step: 
     cvs = [cv_of(t) for t in times]
     noise = float(np.nanmedian(cvs)) if np.isfinite(cvs).any() else 0.1
     cands = [c for c in candidates(study, {c.config_id for c in configs})
-             if c.params.get(study.processes) not in shared]  # an oversubscribed point is not fitted
+             if c.params.get(study.processes) not in unfitted]  # an oversubscribed point is not fitted
     if cands and model.bootstrap:
         xc = np.array([[float(c.params[n]) for n in names] for c in cands])
         parts = discrimination(model, xc) / (max(noise, 1e-3) / math.sqrt(study.repetitions))

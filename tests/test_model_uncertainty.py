@@ -164,12 +164,16 @@ def test_which_points_the_host_may_have_moved():
     assert drift_points(sel.drop(columns="others_busy_share")) is None  # an aggregate without host load
 
 
-def test_an_interval_is_around_the_reported_prediction():
-    """Where the resamples chose another form than the reported one (whose predictions lie 20 % above
-    it beyond the grid, all alike), the interval reaches them: the spread is measured around the
-    reported model's prediction, not around the resamples' own mean."""
+def test_the_prediction_and_interval_average_over_the_resamples_forms():
+    """Where half the resamples chose another form than the reported one (its predictions 20 % above
+    the reported one's beyond the grid), the prediction is their geometric mean, whatever form the
+    formula is, and the interval around it reaches both; without resamples, the formula's prediction."""
     line = Model(["n"], [Term((Factor(0, 1, 0),))], np.array([0.0, 1.0]), scatter=0.0)
     other = Model(["n"], [Term((Factor(0, 1, 0),))], np.array([0.0, 1.2]))
-    line.bootstrap = [other] * 10
+    line.bootstrap = [line, other] * 5
+    assert line.expected([100.0])[0] == pytest.approx(100 * np.sqrt(1.2))
     low, high = line.interval([100.0])
     assert low[0] < 100 < 120 < high[0]
+    other.bootstrap = [line] * 10  # every resample chose the other form: so does the prediction
+    assert other.expected([100.0])[0] == pytest.approx(100.0) and other.predict([100.0])[0] == pytest.approx(120.0)
+    assert Model(["n"], line.terms, line.coefficients).expected([100.0])[0] == 100.0

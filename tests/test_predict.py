@@ -116,7 +116,7 @@ def test_recommend_upper_bound_and_stored_processes(noisy_models_json):
     upper = recommend(model, grid, "core_hours", upper=True)
     assert "efficiency" in mean and mean["q"].iloc[0] == 1
     assert (upper.set_index("q")["time"] > mean.set_index("q")["time"]).all()
-    assert np.allclose(upper["predicted_mean"], model.predict(upper[["n", "q"]].to_numpy()))
+    assert np.allclose(upper["predicted_mean"], model.expected(upper[["n", "q"]].to_numpy()))
     with pytest.raises(PredictError, match="no resamples"):
         recommend(Model(model.param_names, model.terms, model.coefficients), grid, upper=True)
 

@@ -45,7 +45,11 @@ from perfsweep.values import format_value
 # the aggregate's metrics that get no model: the per-rank remainder and total (the run's time is modelled)
 UNMODELLED = ("other", "total")
 SPARSE_EXTRA_TERMS = 1  # lower-order terms beside a product in a sparse or adaptive design's models
-BOOTSTRAP = 40  # resamples per model: enough for the lead share (+-0.08) and a 90 % interval
+# resamples per model: the lead share to +-0.04, and the prediction averaged over the resamples' forms
+# (Model.expected) to about a sixth of their spread: with 40, two fits of the same sweep's means lay
+# apart by up to 3 % beyond the grid from the draws alone (bench/bagging.py)
+BOOTSTRAP = 160
+ROUND_BOOTSTRAP = 40  # the decide step's fits between rounds: the lead share to +-0.08 (it only steers)
 LEVEL = 0.9
 UNDECIDED = 0.5  # a lead order fewer resamples agree with is flagged: the data do not decide the form
 
@@ -362,7 +366,7 @@ def _predictions(model: Model, sel: pd.DataFrame, study: str, row: dict, varied:
     p.insert(0, "region", row["region"])
     p.insert(0, "study", study)
     p["measured"] = model.values if not oversubscribed else sel["median"].to_numpy(float)
-    p["predicted"] = model.predict(x)
+    p["predicted"] = model.expected(x)
     p["low"], p["high"] = model.interval(x, LEVEL)
     p["residual"] = p["measured"] - p["predicted"]
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -148,7 +148,7 @@ def predict(model: Model, values: Mapping[str, Any], level: float = 0.9) -> pd.D
     grid = _grid(model, values)
     x = grid[model.param_names].to_numpy(float)
     with np.errstate(over="ignore", invalid="ignore"):
-        grid["predicted"] = model.predict(x)
+        grid["predicted"] = model.expected(x)
         if model.bootstrap:
             grid["low"], grid["high"] = model.interval(x, level)
     bad = grid[~np.isfinite(grid["predicted"])]
@@ -225,7 +225,7 @@ def recommend(model: Model, values: Mapping[str, Any], objective: str = "time", 
         x = table[model.param_names].to_numpy(float, copy=True)
         x[:, column] = p_ref
         with np.errstate(over="ignore", invalid="ignore"):
-            t_ref = model.interval(x, level)[1] if upper else model.predict(x)
+            t_ref = model.interval(x, level)[1] if upper else model.expected(x)
         table["efficiency"] = t_ref * p_ref / (table["time"] * table[processes])
         table.attrs["efficiency_reference"] = f"{processes} = {p_ref:g} (the smallest {'measured' if known else 'candidate'})"
     for text in constraints:

@@ -47,7 +47,7 @@ def evaluate(model, points: pd.DataFrame, varied: list[str], level: float) -> pd
     measured = points["median"].to_numpy(float)
     x = points[varied].to_numpy(float).reshape(len(points), len(varied))
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        predicted = model.predict(x) if len(x) else np.empty(0)
+        predicted = model.expected(x) if len(x) else np.empty(0)
         low, high = model.interval(x, level) if len(x) else (np.empty(0), np.empty(0))
         out["measured"], out["predicted"], out["low"], out["high"] = measured, predicted, low, high
         out["residual"] = measured - predicted

@@ -58,7 +58,7 @@ from perfsweep.errors import ModelingError, UserError
 from perfsweep.layout import DECIDE_FILE, plan_file
 from perfsweep.modeling.lead_orders import lead_terms
 from perfsweep.modeling.model import Model
-from perfsweep.modeling.pipeline import fit_study_models, oversubscribed_rows
+from perfsweep.modeling.pipeline import ROUND_BOOTSTRAP, fit_study_models, oversubscribed_rows
 from perfsweep.stats import core_seconds, cv_of, ok_times
 from perfsweep.sweep.plan import decide_state, measured_repetitions, planned_repetitions, read_points, why_undecided
 from perfsweep.sweep.record import study_records
@@ -177,7 +177,8 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int]):
         over = set(agg.loc[oversubscribed_rows(agg, sweep.processes, study.varied), "config_id"])
         try:
             tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
-                                            design=study.design.kind, modeling=sweep.extra.get("modeling"))
+                                            bootstrap=ROUND_BOOTSTRAP, design=study.design.kind,
+                                            modeling=sweep.extra.get("modeling"))
         except ModelingError as exc:
             return None, str(exc), over, ([], 0)
     busy = tables.busy_configurations(agg)

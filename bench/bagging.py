@@ -9,8 +9,8 @@ after the sweep): per study and set how far the three sweeps' predictions lie ap
 smallest, minus 1) for the formula (Model.predict) and for the prediction averaged over the resamples'
 forms (Model.expected, the geometric mean of the resampled models' predictions: bagging, Breiman 1996),
 their errors, and how often the 90 % interval (centred on the averaged prediction) covered. The sets are
-sweeps measured before this change (replicates_f301cd1: commit f301cd1; replicates_quiet and
-replicates_busy: commit 0aeb32f); they chose the method and the number of resamples, so they do not
+sweeps measured before this change (replicates_f301cd1: commit f301cd1; replicates_0aeb32f:
+commit 0aeb32f); they chose the method and the number of resamples, so they do not
 report its accuracy: fresh sweeps do (bench/replicates.py). No sweep is made here (about a minute per
 set at 160 resamples).
 """
@@ -35,7 +35,7 @@ from perfsweep.modeling import validation  # noqa: E402
 from perfsweep.modeling.model import Model  # noqa: E402
 from perfsweep.modeling.pipeline import LEVEL, fit_study_models  # noqa: E402
 
-SETS = ("replicates_f301cd1/quiet", "replicates_quiet", "replicates_f301cd1/busy", "replicates_busy")
+SETS = ("replicates_f301cd1/quiet", "replicates_0aeb32f/quiet", "replicates_f301cd1/busy", "replicates_0aeb32f/busy")
 
 
 def refit(sweep: Path, name: str, study: dict, resamples: int) -> tuple[Model, pd.DataFrame]:

@@ -91,7 +91,7 @@ class Model:
         within the noise, beyond it the forms that fit alike and part (n^(2/3) log2(n)^2 m^2 and
         n m^(9/4), 19 % apart at 2.4x the grid) count by how often the resamples chose them, where the
         formula is the one of them that this sweep's means chose. On the committed replicate sweeps
-        fitted again (bench/bagging.py: bench/results/replicates_f301cd1/quiet, replicates_quiet, three
+        fitted again (bench/bagging.py: bench/results/replicates_f301cd1/quiet, replicates_0aeb32f/quiet, three
         quiet sweeps each, 160 resamples per model) the three sweeps' predictions at the held-back
         points 1.4-3x beyond the grid lay within 10 % of each other at 17 of 18 points in each set (the
         formulas': 13 and 11; with 40 resamples 16 of 18) and within 15 % at all. The intervals are

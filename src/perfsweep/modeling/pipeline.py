@@ -46,8 +46,9 @@ from perfsweep.values import format_value
 UNMODELLED = ("other", "total")
 SPARSE_EXTRA_TERMS = 1  # lower-order terms beside a product in a sparse or adaptive design's models
 # resamples per model: the lead share to +-0.04, and the prediction averaged over the resamples' forms
-# (Model.expected) to about a sixth of their spread: with 40, two fits of the same sweep's means lay
-# apart by up to 3 % beyond the grid from the draws alone (bench/bagging.py)
+# (Model.expected) to 1/sqrt(160), 8 % of their spread (40: 16 %; on the committed quiet replicate
+# sweeps the three sweeps' averaged predictions lay within 10 % at 16 of 18 points with 40, 17 with 160:
+# bench/bagging.py)
 BOOTSTRAP = 160
 ROUND_BOOTSTRAP = 40  # the decide step's fits between rounds: the lead share to +-0.08 (it only steers)
 LEVEL = 0.9

@@ -1,4 +1,4 @@
-"""The prediction averaged over the resamples' forms (Model.expected) against the formula's, on the committed replicate sweeps.
+"""Predictions averaged over the resamples' forms (Model.expected) against the formula's, on committed sweeps.
 
     .venv/bin/python bench/bagging.py                     # prints; bench/results/bagging.txt is its output
 

@@ -331,8 +331,8 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
             spread += list(a[np.isfinite(a)])
             agree = all(same_lead_order(x, y) for x in models for y in models if x is not y)
             say(f"  lead orders {'agree' if agree else 'differ'}: " + " | ".join(m.lead() for m in models))
-            say(f"  the sweeps' predictions (each averaged over its resamples' forms) at the {len(a)} held-back points apart by a median of {np.nanmedian(a):.1%}, "
-                f"at most {np.nanmax(a):.1%}; {int(np.sum(a > 0.10))} more than 10 % apart")
+            say(f"  the sweeps' predictions (each averaged over its resamples' forms) at the {len(a)} held-back points "
+                f"apart by a median of {np.nanmedian(a):.1%}, at most {np.nanmax(a):.1%}; {int(np.sum(a > 0.10))} more than 10 % apart")
             say(reproduced(dirs, name, [f for f in fits if f is not None]))
         studies[name] = sweep_out
     spread_a, cov = np.array(spread), np.array(covered, bool)

@@ -30,7 +30,7 @@ from perfsweep.modeling.pipeline import repetitions
 from perfsweep.modeling.predict import _check_model, entry_model, load_entry
 from perfsweep.modeling.terms import Term
 
-BOOTSTRAP = 40  # resamples when an Extra-P input is modelled here (the pipeline's models stage takes 160, for its averaged predictions)
+BOOTSTRAP = 40  # resamples when an Extra-P input is modelled here (the pipeline's models stage: 160)
 EXTRAP_STUDY = "input"  # the one study of an Extra-P input (so that two inputs' call paths match)
 MODELS_JSON = layout.file_name("models", "models_json")  # also in a folder of its own
 

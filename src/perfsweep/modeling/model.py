@@ -91,12 +91,13 @@ class Model:
         within the noise, beyond it the forms that fit alike and part (n^(2/3) log2(n)^2 m^2 and
         n m^(9/4), 19 % apart at 2.4x the grid) count by how often the resamples chose them, where the
         formula is the one of them that this sweep's means chose. On the committed replicate sweeps
-        fitted again (bench/bagging.py: bench/results/replicates_f301cd1/quiet, replicates_0aeb32f/quiet, three
-        quiet sweeps each, 160 resamples per model) the three sweeps' predictions at the held-back
-        points 1.4-3x beyond the grid lay within 10 % of each other at 17 of 18 points in each set (the
-        formulas': 13 and 11; with 40 resamples 16 of 18) and within 15 % at all. The intervals are
-        centred on it (Model.interval); perfsweep predict and recommend, the validation points and
-        predictions.csv report it."""
+        fitted again (bench/bagging.py: bench/results/replicates_f301cd1/quiet and
+        replicates_0aeb32f/quiet, three quiet sweeps each, 160 resamples per model) the three sweeps'
+        predictions at the held-back points 1.4-2.4x beyond the grid lay within 10 % of each other at 17
+        of 18 points in each set (the formulas': 13 and 11; with 40 resamples 16 of 18) and within 15 %
+        at all; in three fresh sweeps (bench/results/replicates_quiet) at all 18, at most 5.7 % apart.
+        The intervals are centred on it (Model.interval); perfsweep predict and recommend, the
+        validation points and predictions.csv report it."""
         pred = self.predict(x)
         if not self.bootstrap:
             return pred
@@ -115,8 +116,9 @@ class Model:
                  reach: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The ``level`` interval of a new measurement (a point's mean over its repetitions) at ``x``:
         the spread of the resampled models' predictions around their average (``expected``, the
-        interval's centre: the choice of the form included; the resamples also carry the scatter between configurations that the repetitions
-        do not show), the ``scatter`` a new measurement has around the model and, beyond the measured
+        interval's centre: the choice of the form included; the resamples also carry the scatter
+        between configurations that the repetitions do not show), the ``scatter`` a new measurement
+        has around the model and, beyond the measured
         range, the ``extrapolation`` error per doubling times the doublings (Model.beyond; its share
         ``reach``, REACH by default), added in
         variance, and the spread of the forms the measured data cannot tell apart (form_spread, at

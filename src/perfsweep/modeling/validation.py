@@ -39,7 +39,8 @@ def split(agg: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def evaluate(model, points: pd.DataFrame, varied: list[str], level: float) -> pd.DataFrame:
     """One row per validation point (its ``median`` is the measurement): config_id, the varied
-    values, measured, predicted, low and high of the model's ``level`` interval, residual
+    values, measured, predicted (averaged over the model's resampled forms: Model.expected), low and
+    high of the model's ``level`` interval, residual
     (measured - predicted), rel_error ((predicted - measured) / measured) and covered (low <=
     measured <= high; False without an interval)."""
     points = points[np.isfinite(points["median"].to_numpy(float))] if len(points) else points

@@ -31,9 +31,8 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import replicates as R  # noqa: E402 (the bench folder is not a package)
 
-from perfsweep.modeling import validation  # noqa: E402
 from perfsweep.modeling.model import Model  # noqa: E402
-from perfsweep.modeling.pipeline import LEVEL, fit_study_models  # noqa: E402
+from perfsweep.modeling.pipeline import fit_study_models  # noqa: E402
 
 SETS = ("replicates_f301cd1/quiet", "replicates_0aeb32f/quiet", "replicates_f301cd1/busy", "replicates_0aeb32f/busy")
 
@@ -47,14 +46,7 @@ def refit(sweep: Path, name: str, study: dict, resamples: int) -> tuple[Model, p
     _, entries, _ = fit_study_models(agg, name, varied, study.get("fixed", {}), "p", bootstrap=resamples, design=design)
     (entry,) = [e for e in entries if e["region"] == "all" and e["metric"] == "time"]
     model = Model.from_dict(entry["model"])
-    points = []
-    for k, (_, at) in enumerate(R.HELD_BACK[name]):
-        held = R.csv(sweep / "heldback", f"{name}{R.LINE}{k}/aggregate.csv")
-        held = held[(held["region"] == "all") & (held["metric"] == "time")].copy()
-        for p, v in at.items():
-            held[p] = v
-        points.append(held[["config_id", *varied, "median"]])
-    at = validation.evaluate(model, pd.concat(points, ignore_index=True), varied, LEVEL)
+    at = R.held_back(model, sweep / "heldback", name)
     at["formula"] = model.predict(at[varied].to_numpy(float))
     return model, at
 
@@ -76,7 +68,7 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
             text.append(f"{key} apart {' '.join(f'{v:.1%}' for v in a)} (errors {' '.join(f'{e:.1%}' for e in err)})")
         for _, at in got:
             covered += list(at["covered"])
-            widths += list((at["high"] - at["low"]) / at["predicted"])
+            widths += list(at["width"])
         lines.append(f"  {name:14s} " + "; ".join(text))
         lines.append(f"  {'':14s} forms: " + " | ".join(m.lead() for m, _ in got))
     for key in ("formula", "averaged"):

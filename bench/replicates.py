@@ -196,6 +196,17 @@ def study_result(root: Path, held: Path, name: str) -> dict | None:
         return None
     model = Model.from_dict(entry[0]["model"])
     varied = list(model.param_names)
+    at = held_back(model, held, name)
+    measuring = row.iloc[0].get("measuring")
+    return {"model": model, "row": row.iloc[0], "at": at, "varied": varied,
+            "measuring": measuring if isinstance(measuring, str) else "",
+            "processes": entry[0].get("processes")}
+
+
+def held_back(model: Model, held: Path, name: str) -> pd.DataFrame:
+    """The study's held-back points (``held``: the held-back runs' results) evaluated by ``model``
+    (modeling.validation.evaluate), with each interval's width over the prediction."""
+    varied = list(model.param_names)
     points = []
     for k, (_, at) in enumerate(HELD_BACK[name]):
         agg = csv(held, f"{name}{LINE}{k}/aggregate.csv")
@@ -208,10 +219,7 @@ def study_result(root: Path, held: Path, name: str) -> dict | None:
     pts = pd.concat(points, ignore_index=True) if points else pd.DataFrame(columns=["config_id", *varied, "median"])
     at = validation.evaluate(model, pts, varied, LEVEL)
     at["width"] = (at["high"] - at["low"]) / at["predicted"]
-    measuring = row.iloc[0].get("measuring")
-    return {"model": model, "row": row.iloc[0], "at": at, "varied": varied,
-            "measuring": measuring if isinstance(measuring, str) else "",
-            "processes": entry[0].get("processes")}
+    return at
 
 
 def extrap_errors(jobs: list[tuple[list[str], pd.DataFrame, pd.DataFrame]]) -> list[dict]:

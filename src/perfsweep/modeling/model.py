@@ -98,14 +98,7 @@ class Model:
         at all; in three fresh sweeps (bench/results/replicates_quiet) at all 18, at most 5.7 % apart.
         The intervals are centred on it (Model.interval); perfsweep predict and recommend, the
         validation points and predictions.csv report it."""
-        pred = self.predict(x)
-        if not self.bootstrap:
-            return pred
-        preds = np.array([b.predict(x) for b in self.bootstrap])
-        positive = np.all(preds > 0, axis=0)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            geometric = np.exp(np.mean(np.log(np.where(positive, preds, 1.0)), axis=0))
-            return np.where(positive, geometric, preds.mean(axis=0))
+        return _averaged(np.array([b.predict(x) for b in self.bootstrap])) if self.bootstrap else self.predict(x)
 
     def lead(self) -> str:
         """The dominant terms (those no other term outgrows) as text: the model's form."""
@@ -130,8 +123,8 @@ class Model:
         if not self.bootstrap:
             n = len(self.predict(x))
             return np.full(n, np.nan), np.full(n, np.nan)
-        pred = self.expected(x)
         preds = np.array([b.predict(x) for b in self.bootstrap])
+        pred = _averaged(preds)  # expected(x), from the one pass over the resamples
         z = float(norm.ppf(0.5 + level / 2))
         positive = np.all(preds > 0, axis=0) & (pred > 0)
         scatter = self.scatter if np.isfinite(self.scatter) else 0.0
@@ -275,6 +268,15 @@ class Model:
 
 
 _STATISTICS = ("adj_r2", "r2", "smape", "rss", "cv_score", "lead_share", "runner_up_share", "scatter", "criterion")
+
+
+def _averaged(preds: np.ndarray) -> np.ndarray:
+    """Per column, the geometric mean of the resamples' predictions (rows), their mean where one is not
+    positive (Model.expected)."""
+    positive = np.all(preds > 0, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        geometric = np.exp(np.mean(np.log(np.where(positive, preds, 1.0)), axis=0))
+    return np.where(positive, geometric, preds.mean(axis=0))
 
 
 def _around(values: np.ndarray, centre: np.ndarray) -> np.ndarray:

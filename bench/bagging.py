@@ -10,9 +10,11 @@ smallest, minus 1) for the formula (Model.predict) and for the prediction averag
 forms (Model.expected, the geometric mean of the resampled models' predictions: bagging, Breiman 1996),
 their errors, and how often the 90 % interval (centred on the averaged prediction) covered. The sets are
 sweeps measured before this change (replicates_f301cd1: commit f301cd1; replicates_0aeb32f:
-commit 0aeb32f); they chose the method and the number of resamples, so they do not
-report its accuracy: fresh sweeps do (bench/replicates.py). No sweep is made here (about a minute per
-set at 160 resamples).
+commit 0aeb32f; replicates_c00a469: commit c00a469); they chose the method and the number of
+resamples, and how the interval's terms are joined where the host was quiet at every point of a
+model (Model.quiet: the largest of them, else added; both are printed), so they do not report its
+accuracy: fresh sweeps do (bench/replicates.py). No sweep is made here (about a minute per set at 160
+resamples).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +37,8 @@ import replicates as R  # noqa: E402 (the bench folder is not a package)
 from perfsweep.modeling.model import Model  # noqa: E402
 from perfsweep.modeling.pipeline import fit_study_models  # noqa: E402
 
-SETS = ("replicates_f301cd1/quiet", "replicates_0aeb32f/quiet", "replicates_f301cd1/busy", "replicates_0aeb32f/busy")
+SETS = ("replicates_f301cd1/quiet", "replicates_0aeb32f/quiet", "replicates_c00a469/quiet",
+        "replicates_f301cd1/busy", "replicates_0aeb32f/busy", "replicates_c00a469/busy")
 
 
 def refit(sweep: Path, name: str, study: dict, resamples: int) -> tuple[Model, pd.DataFrame]:
@@ -56,6 +60,7 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
     lines = [f"## {name_set}: {len(sweeps)} sweeps, {resamples} resamples per model"]
     apart = {"formula": [], "averaged": []}
     covered, widths, errors = [], [], {"formula": [], "averaged": []}
+    added, added_widths, quiet = [], [], 0
     for name in R.HELD_BACK:
         got = [refit(s, name, config["studies"][name], resamples) for s in sweeps]
         text = []
@@ -66,9 +71,15 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
             err = [float(np.median(np.abs(at[column] / at["measured"] - 1))) for _, at in got]
             errors[key] += err
             text.append(f"{key} apart {' '.join(f'{v:.1%}' for v in a)} (errors {' '.join(f'{e:.1%}' for e in err)})")
-        for _, at in got:
+        for model, at in got:
             covered += list(at["covered"])
             widths += list(at["width"])
+            summed = replace(model, quiet=False)  # the terms added, as where a point was disturbed
+            x = at[list(model.param_names)].to_numpy(float)
+            low, high = summed.interval(x, R.LEVEL)
+            added += list((at["measured"] >= low) & (at["measured"] <= high))
+            added_widths += list((high - low) / summed.expected(x))
+            quiet += model.quiet
         lines.append(f"  {name:14s} " + "; ".join(text))
         lines.append(f"  {'':14s} forms: " + " | ".join(m.lead() for m, _ in got))
     for key in ("formula", "averaged"):
@@ -76,7 +87,9 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
         lines.append(f"  {key}: within 10 % of each other at {np.mean(a <= 0.10):.0%} of {len(a)} points, within 15 % at "
                      f"{np.mean(a <= 0.15):.0%}; worst study-sweep median error {max(errors[key]):.1%}")
     lines.append(f"  90 % intervals (centred on the averaged prediction) covered {np.mean(covered):.0%} of {len(covered)}, "
-                 f"median width {np.median(widths):.0%}")
+                 f"median width {np.median(widths):.0%} ({quiet} of {len(R.HELD_BACK) * len(sweeps)} models quiet at "
+                 f"every point: their terms' largest); with the terms added everywhere {np.mean(added):.0%}, "
+                 f"median width {np.median(added_widths):.0%}")
     return lines
 
 

@@ -16,6 +16,7 @@ import yaml
 from conftest import BIN
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
+from perfsweep.modeling.pipeline import BOOTSTRAP
 from perfsweep.steps import decide, estimate
 from perfsweep.sweep import plan
 from test_designs import sweep_config, write_records
@@ -59,6 +60,27 @@ def test_a_decided_study_gets_no_more_runs(tmp_path, capsys):
     assert "study s: measuring ended: decided" in capsys.readouterr().out
     assert plan.planned_repetitions(study, tmp_path) == {c.config_id: 3 for c in study.configurations()}
     assert decide.decide_round(sweep, tmp_path) == (False, True)  # decided on these runs: not again
+
+
+def test_the_models_stage_resamples_decide_near_the_level(tmp_path):
+    # the rounds steer with ROUND_BOOTSTRAP resamples; a share near the level is fitted again with the
+    # models stage's BOOTSTRAP, whose share the decision and decide.json hold: the models table then says
+    # the same (with 40 alone a busy sweep's study ended decided at 0.90 that the models table said 0.78)
+    func = lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2  # noqa: E731
+    sweep = decide_sweep(tmp_path, {"budget": 0.4, "lead_share": 0.5})
+    study = sweep.study("s")
+    write_records(tmp_path, study, [*study.configurations(), *study.validation], func,
+                  rng=np.random.default_rng(3), noise=0.3)
+    planned = plan.measured_repetitions(study, tmp_path)
+    few = decide.stage_model(sweep, study, tmp_path, planned)[0].lead_share
+    many = decide.stage_model(sweep, study, tmp_path, planned, BOOTSTRAP)[0].lead_share
+    assert few != many and abs(few - many) < decide.CONFIRM  # (what the test needs: the counts disagree)
+    level = max(few, many)  # reached by one count only
+    sweep = decide_sweep(tmp_path, {"budget": 0.4, "lead_share": level})
+    decide.decide_round(sweep, tmp_path)
+    s = state(tmp_path)
+    assert s["rounds"][0]["lead_share"] == many
+    assert (s["ended"] == "decided") == (many >= level)
 
 
 def test_an_undecided_study_is_measured_until_its_budget_is_spent(tmp_path, capsys):

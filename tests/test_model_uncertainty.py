@@ -142,6 +142,31 @@ def test_a_quiet_hosts_points_decide_the_form_by_their_repetitions_and_widen_the
     assert np.all(high / low > np.exp(2 * 1.645 * 0.02))  # at least the form's scatter wide
 
 
+def test_a_quiet_hosts_interval_takes_the_largest_of_its_terms_in_place_of_their_sum():
+    """Where every point is known quiet the model says so (Model.quiet), and its interval's log
+    half-width is z times the largest of the resamples' spread, the scatter and the extrapolation error
+    (each an estimate of the form's misfit there), not z times their root sum of squares, which a model
+    with a point the host may have moved keeps."""
+    from dataclasses import replace
+    x, y = between_forms_sweep(np.random.default_rng(5))
+    fits = [fit_models(x, [y], ["n", "m"], options=FitOptions(bootstrap=40, seed=3, drift=drift))[0]
+            for drift in ((False,) * len(x), (True,) + (False,) * (len(x) - 1), None)]
+    quiet = fits[0]
+    assert [m.quiet for m in fits] == [True, False, False]
+    assert Model.from_dict(quiet.to_dict()).quiet and not Model.from_dict(fits[1].to_dict()).quiet
+    at = np.array([[4000.0, 3.0], [1200.0, 8.0], [1200.0, 3.0]])  # beyond the grid in n, in m; inside it
+    logs = np.log([b.predict(at) for b in quiet.bootstrap])
+    spread = np.sqrt(np.sum((logs - logs.mean(axis=0)) ** 2, axis=0) / (len(logs) - 1))
+    beyond = quiet.beyond(at)
+    assert beyond[0] > 0 and beyond[1] > 0 and beyond[2] == 0
+    terms = np.array([spread, np.full(len(at), quiet.scatter), beyond])
+    z = 1.6448536269514722
+    low, high = quiet.interval(at)
+    np.testing.assert_allclose(np.log(high / low) / 2, z * terms.max(axis=0), rtol=1e-9)
+    low, high = replace(quiet, quiet=False).interval(at)
+    np.testing.assert_allclose(np.log(high / low) / 2, z * np.sqrt(np.sum(terms ** 2, axis=0)), rtol=1e-9)
+
+
 def test_the_disturbed_points_alone_move_with_the_host():
     """resampled_means with a flag per point: the flagged points' means stray by the excess, the others
     are the repetitions' resamples alone (the same draws as without an excess)."""

@@ -28,7 +28,10 @@ until decided spent its whole budget without raising them. So where some points 
   moves every point, for what the forms miss holds beyond the grid too.
 
 With no point known quiet (an aggregate without host load, a synthetic suite) both are the round that
-moves every point, as before.
+moves every point, as before. Where every point is known quiet the model says so (Model.quiet): the
+scatter beyond the repetitions is then the form's misfit alone, which the intervals' resamples, the
+scatter and the extrapolation error each estimate, and Model.interval takes the largest of them in
+place of their sum.
 
 The resamples are modelled by a ``fitter`` the caller passes (perfsweep.modeling.fit passes
 fit_search.Search over the batch's points), so that this module needs only its two calls: models()
@@ -85,10 +88,11 @@ class Rounds:
                     for chosen, moved in zip(final, wide):
                         if chosen.bootstrap and moved.bootstrap:
                             chosen.bootstrap = moved.bootstrap
+        quiet = self.opts.drift is not None and not any(self.opts.drift)
         for j, chosen in enumerate(final):
             if chosen.bootstrap:  # the scatter widens the intervals, which need resamples
                 s = scatter[j] if scatter[j] is not None else _scatter(chosen, ybar[j], noise[j], relative)
-                chosen.scatter, chosen.scatter_relative = s, relative
+                chosen.scatter, chosen.scatter_relative, chosen.quiet = s, relative, quiet
         return final
 
     def stream(self, j: int) -> np.random.Generator:

@@ -87,9 +87,9 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
         lines.append(f"  {key}: within 10 % of each other at {np.mean(a <= 0.10):.0%} of {len(a)} points, within 15 % at "
                      f"{np.mean(a <= 0.15):.0%}; worst study-sweep median error {max(errors[key]):.1%}")
     lines.append(f"  90 % intervals (centred on the averaged prediction) covered {np.mean(covered):.0%} of {len(covered)}, "
-                 f"median width {np.median(widths):.0%} ({quiet} of {len(R.HELD_BACK) * len(sweeps)} models quiet at "
-                 f"every point: their terms' largest); with the terms added everywhere {np.mean(added):.0%}, "
-                 f"median width {np.median(added_widths):.0%}")
+                 f"median width {np.median(widths):.0%} ({quiet} of {len(R.HELD_BACK) * len(sweeps)} models "
+                 f"quiet at every point: their terms' largest); with the terms added everywhere "
+                 f"{np.mean(added):.0%}, median width {np.median(added_widths):.0%}")
     return lines
 
 

@@ -99,8 +99,8 @@ class Model:
         predictions at the held-back points 1.4-2.4x beyond the grid lay within 10 % of each other at 17
         of 18 points in each set (the formulas': 13 and 11; with 40 resamples 16 of 18) and within 15 %
         at all; in three fresh sweeps of c00a469 (bench/results/replicates_c00a469/quiet) at all 18, at
-        most 5.7 % apart. The intervals are centred on it (Model.interval); perfsweep predict and recommend, the
-        validation points and predictions.csv report it."""
+        most 5.7 % apart. The intervals are centred on it (Model.interval); perfsweep predict and
+        recommend, the validation points and predictions.csv report it."""
         return _averaged(np.array([b.predict(x) for b in self.bootstrap])) if self.bootstrap else self.predict(x)
 
     def lead(self) -> str:

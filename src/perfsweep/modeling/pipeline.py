@@ -50,7 +50,8 @@ SPARSE_EXTRA_TERMS = 1  # lower-order terms beside a product in a sparse or adap
 # sweeps the three sweeps' averaged predictions lay within 10 % at 16 of 18 points with 40, 17 with 160:
 # bench/bagging.py)
 BOOTSTRAP = 160
-ROUND_BOOTSTRAP = 40  # the decide step's fits between rounds: the lead share to +-0.08 (it steers; near the level BOOTSTRAP decides)
+# the decide step's fits between rounds: the lead share to +-0.08; they steer, and near the level BOOTSTRAP decides
+ROUND_BOOTSTRAP = 40
 LEVEL = 0.9
 UNDECIDED = 0.5  # a lead order fewer resamples agree with is flagged: the data do not decide the form
 

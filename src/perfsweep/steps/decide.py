@@ -11,10 +11,10 @@ width). The rounds fit with ROUND_BOOTSTRAP resamples (40: the share to +-0.08),
 share within CONFIRM of the level or above it is fitted again with the models stage's BOOTSTRAP, which
 decides: a study decided here is decided in the models table (with 40 alone one busy sweep's T(n, m, c)
 ended decided at 0.90 and the models table said 0.78, undecided), and one short of the level there is
-measured further. Nor is it decided where the host was busy: where any fitted configuration (not validation, not
-oversubscribed) is *disturbed*, more than half of its successful runs (planned and added) disturbed
-(perfsweep.tables.disturbed_runs: other processes took more than ``variability.disturbed`` of the cores
-the run needed), its median comes from a busy host; the study is then 'host busy (k of n
+measured further. Nor is it decided where the host was busy: where any fitted configuration (not
+validation, not oversubscribed) is *disturbed*, more than half of its successful runs (planned and
+added) disturbed (perfsweep.tables.disturbed_runs: other processes took more than
+``variability.disturbed`` of the cores the run needed), its median comes from a busy host; the study is then 'host busy (k of n
 configurations' medians from disturbed runs)' (perfsweep.sweep.plan.why_undecided), whatever its lead
 share says. A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
 its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
@@ -69,7 +69,7 @@ from perfsweep.sweep.record import study_records
 
 PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
 STEP_SHARE = 0.5  # of the budget, one step of repetitions spends at most this (each a Snakemake start more)
-CONFIRM = 0.15  # a lead share this close to the level (or above) is measured again with the models stage's resamples
+CONFIRM = 0.15  # a lead share this close to the level, or above it, is fitted again with BOOTSTRAP resamples
 REMEASURE = 3  # a step measures a disturbed configuration again up to this many times (outvotes 2 disturbed runs)
 
 

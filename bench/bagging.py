@@ -78,7 +78,7 @@ def judge(name_set: str, config: dict, resamples: int) -> list[str]:
             x = at[list(model.param_names)].to_numpy(float)
             low, high = summed.interval(x, R.LEVEL)
             added += list((at["measured"] >= low) & (at["measured"] <= high))
-            added_widths += list((high - low) / summed.expected(x))
+            added_widths += list((high - low) / at["predicted"])  # (the same centre: the same resamples)
             quiet += model.quiet
         lines.append(f"  {name:14s} " + "; ".join(text))
         lines.append(f"  {'':14s} forms: " + " | ".join(m.lead() for m, _ in got))

@@ -16,7 +16,7 @@ import yaml
 from conftest import BIN
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
-from perfsweep.modeling.pipeline import BOOTSTRAP
+from perfsweep.modeling.pipeline import BOOTSTRAP, ROUND_BOOTSTRAP
 from perfsweep.steps import decide, estimate
 from perfsweep.sweep import plan
 from test_designs import sweep_config, write_records
@@ -72,8 +72,10 @@ def test_the_models_stage_resamples_decide_near_the_level(tmp_path):
     write_records(tmp_path, study, [*study.configurations(), *study.validation], func,
                   rng=np.random.default_rng(3), noise=0.3)
     planned = plan.measured_repetitions(study, tmp_path)
-    few = decide.stage_model(sweep, study, tmp_path, planned)[0].lead_share
-    many = decide.stage_model(sweep, study, tmp_path, planned, BOOTSTRAP)[0].lead_share
+    rounds = decide.stage_model(sweep, study, tmp_path, planned)[0]  # ROUND_BOOTSTRAP alone
+    models = decide.stage_model(sweep, study, tmp_path, planned, confirm_at=0.0)[0]  # any share: BOOTSTRAP
+    assert len(rounds.bootstrap) <= ROUND_BOOTSTRAP < len(models.bootstrap) <= BOOTSTRAP
+    few, many = rounds.lead_share, models.lead_share
     assert few != many and abs(few - many) < decide.CONFIRM  # (what the test needs: the counts disagree)
     level = max(few, many)  # reached by one count only
     sweep = decide_sweep(tmp_path, {"budget": 0.4, "lead_share": level})

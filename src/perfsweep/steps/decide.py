@@ -110,12 +110,9 @@ def decide_study(sweep, study, results_dir) -> str:
     spent_s = sum(map(sum, cost.values())) - plan_s  # the added repetitions' and points' runs
     entry.update(planned_core_hours=plan_s / 3600, spent_core_hours=spent_s / 3600,
                  budget_core_hours=study.decide.budget * plan_s / 3600)
-    model, row, over, (busy, fitted) = stage_model(sweep, study, results_dir, planned)
-    if model is not None and not busy and model.lead_share >= study.decide.lead_share - CONFIRM:
-        # near the level or above it: the models stage's resamples decide (ROUND_BOOTSTRAP's few put the
-        # share to +-0.08), so that a study decided here is decided in the models table, and one short
-        # of the level there is measured further
-        model, row, over, (busy, fitted) = stage_model(sweep, study, results_dir, planned, BOOTSTRAP)
+    # near the level or above it the models stage's resamples decide (ROUND_BOOTSTRAP's few put the share
+    # to +-0.08): a study decided here is decided in the models table, one short of it is measured further
+    model, row, over, (busy, fitted) = stage_model(sweep, study, results_dir, planned, study.decide.lead_share)
     if model is None:
         return _end(results_dir, study, state, f"no model of the run time ({row})")
     width = float(row["validation_width"])
@@ -167,12 +164,14 @@ def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> st
     return "ended"
 
 
-def stage_model(sweep, study, results_dir, planned: dict[str, int], bootstrap: int = ROUND_BOOTSTRAP):
+def stage_model(sweep, study, results_dir, planned: dict[str, int], confirm_at: float | None = None):
     """The study's run-time model as the workflow's stages make it of the runs ``planned`` (config id ->
     repetitions; the validation points' included): the runs, variability and aggregate tables
     (perfsweep.tables), every (region, metric) fitted together (perfsweep.modeling.pipeline, whose
-    resamples depend on the sets fitted together). (model, its models-table row, the oversubscribed
-    config ids, (the disturbed fitted config ids, most disturbed first, and how many are fitted):
+    resamples depend on the sets fitted together) with ROUND_BOOTSTRAP resamples; with ``confirm_at`` (a
+    lead share level) a share within CONFIRM of it or above it, on a host not busy, is fitted again from
+    the same tables with BOOTSTRAP. (model, its models-table row, the oversubscribed config ids, (the
+    disturbed fitted config ids, most disturbed first, and how many are fitted):
     perfsweep.tables.busy_configurations), or (None, why not, those ids, ([], 0))."""
     paths = [layout.record(results_dir, study.name, cid, k) for cid, n in planned.items() for k in range(n)]
     with warnings.catch_warnings():
@@ -185,18 +184,28 @@ def stage_model(sweep, study, results_dir, planned: dict[str, int], bootstrap: i
         except UserError as exc:  # no successful run
             return None, str(exc), set(), ([], 0)
         over = set(agg.loc[oversubscribed_rows(agg, sweep.processes, study.varied), "config_id"])
+        busy = tables.busy_configurations(agg)
         try:
-            tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
-                                            bootstrap=bootstrap, design=study.design.kind,
-                                            modeling=sweep.extra.get("modeling"))
+            model, row = _time_model(sweep, study, agg, ROUND_BOOTSTRAP)
+            if (model is not None and confirm_at is not None and not busy[0]
+                    and model.lead_share >= confirm_at - CONFIRM):
+                model, row = _time_model(sweep, study, agg, BOOTSTRAP)
         except ModelingError as exc:
             return None, str(exc), over, ([], 0)
-    busy = tables.busy_configurations(agg)
+    return model, row, over, busy
+
+
+def _time_model(sweep, study, agg, bootstrap: int):
+    """The run-time model of the aggregate ``agg`` with ``bootstrap`` resamples and its models-table row,
+    or (None, why not)."""
+    tab, mods, _ = fit_study_models(agg, study.name, study.varied, study.fixed, sweep.processes,
+                                    bootstrap=bootstrap, design=study.design.kind,
+                                    modeling=sweep.extra.get("modeling"))
     main = tab[(tab["region"] == "all") & (tab["metric"] == "time")]
     if not len(main) or not main.iloc[0]["model"]:
-        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured"), over, busy
+        return None, (main.iloc[0]["reason"] if len(main) else "no run time measured")
     (entry,) = [m for m in mods if m.get("region") == "all" and m.get("metric") == "time"]
-    return Model.from_dict(entry["model"]), main.iloc[0], over, busy
+    return Model.from_dict(entry["model"]), main.iloc[0]
 
 
 def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,

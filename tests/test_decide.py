@@ -316,7 +316,7 @@ def disturb(results, study, cids, load=BUSY_LOAD, only_new=False):
 def test_why_undecided_names_a_busy_host_first():
     from perfsweep.sweep.designs import Decide
     rule = Decide(budget=0.5, lead_share=0.8, precision=0.5)
-    busy = "host busy (3 of 12 configurations' medians from disturbed runs)"
+    busy = "host busy (3 of 12 configurations' runs mostly disturbed)"
     assert plan.why_undecided(rule, 0.9, 0.3, True, (3, 12)) == busy  # decided by its form, not by its host
     assert plan.why_undecided(rule, 0.5, 0.9, True, (3, 12)) == busy  # the host first: its medians decide nothing
     assert plan.why_undecided(rule, 0.9, 0.3, True, (0, 12)) == "" == plan.why_undecided(rule, 0.9, 0.3, True)
@@ -379,13 +379,13 @@ def test_a_busy_host_makes_a_study_undecided_not_confidently_wrong(tmp_path, cap
         steps += 1
         assert steps < 40
     out = capsys.readouterr().out
-    assert "s: host busy (3 of 25 configurations' medians from disturbed runs): 9 more run(s) at the 3 " \
+    assert "s: host busy (3 of 25 configurations' runs mostly disturbed): 9 more run(s) at the 3 " \
            "configuration(s) with disturbed runs (" in out
     s = state(tmp_path)
     if busy_throughout:
         assert s["ended"] == "budget spent, host busy" and s["rounds"][-1]["disturbed"] == hit
         assert "study s: measuring ended: budget spent (" in out
-        assert "core-hours), host busy (3 of 25 configurations' medians from disturbed runs)" in out
+        assert "core-hours), host busy (3 of 25 configurations' runs mostly disturbed)" in out
         assert steps >= 2 and s["repetitions"][hit[0]] >= steps and min(s["repetitions"].values()) >= steps - 1
         last = s["rounds"][-1]
         assert last["spent_core_hours"] <= last["budget_core_hours"] + 1e-12
@@ -432,7 +432,7 @@ def test_a_real_sweep_on_a_busy_host_measures_the_disturbed_configurations_again
     assert (state["ended"] or "").startswith("budget spent, host busy") or (state["ended"] is None and steps[-1]["last"])
     models = pd.read_csv(results / "models" / "busy" / "models.csv")
     (line,) = models.loc[(models["region"] == "all") & (models["metric"] == "time"), "measuring"]
-    assert line.startswith("budget spent (") and "host busy (" in line and "configurations' medians from disturbed runs)" in line, line
+    assert line.startswith("budget spent (") and "host busy (" in line and "configurations' runs mostly disturbed)" in line, line
     assert f"perfsweep: study busy: measuring until decided: {line}" in proc.stdout
     summary = pd.read_csv(results / "tables" / "models_summary.csv").set_index("study")
     assert summary.loc["busy", "measuring"] == line

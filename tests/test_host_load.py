@@ -113,6 +113,31 @@ def test_a_configuration_is_disturbed_where_most_of_its_successful_runs_were():
     assert tables.busy_configurations(agg.assign(validation=agg["config_id"] == "c")) == ([], 2)
 
 
+def test_a_configurations_statistics_come_from_its_undisturbed_runs_where_it_has_any():
+    # a: one run undisturbed, one disturbed (their median of two lay halfway to the busy host's time);
+    # b: every run disturbed (its median is the busy host's: it stays, and says so); c: none disturbed
+    runs = pd.DataFrame({"config_id": ["a", "a", "b", "b", "c", "c"], "n": [1, 1, 2, 2, 3, 3],
+                         "run_id": ["a0", "a1", "b0", "b1", "c0", "c1"], "status": ["ok"] * 6,
+                         "time": [1.0, 1.6, 2.0, 2.4, 3.0, 3.2],
+                         "others_busy_share": [0.0, 0.3, 0.3, 0.4, 0.01, 0.02],
+                         "watched_cores": [2] * 6, "load_processes": [2] * 6})
+    ranks = pd.DataFrame({"config_id": ["a", "a", "b", "b", "c", "c"], "run_id": ["a0", "a1", "b0", "b1", "c0", "c1"],
+                          "compute": [0.9, 1.5, 1.9, 2.3, 2.9, 3.1]})
+    assert tables.undisturbed_where_any(runs, 0.1).tolist() == [True, False, True, True, True, True]
+    var = tables.variability(runs, ["n"], 0.5, 0.1)
+    agg = tables.aggregate(runs, ranks, pd.DataFrame(), ["n"], var, "keep-flagged", disturbed=0.1)
+    time_ = agg[agg["metric"] == "time"].set_index("config_id")
+    assert time_["median"].tolist() == [1.0, 2.2, 3.1] and time_["n_ok"].tolist() == [1, 2, 2]
+    assert time_.loc["a", "values"] == "1.0"  # the models fit the repetitions' values: the undisturbed one
+    compute = agg[agg["metric"] == "compute"].set_index("config_id")
+    assert compute["median"].tolist() == pytest.approx([0.9, 2.1, 3.0])  # the ranks' phases alike
+    # the host load still counts every run: a's runs are not mostly disturbed, b's are
+    assert time_["n_disturbed"].tolist() == [1, 2, 0] and time_["disturbed_ok_share"].tolist() == [0.5, 1.0, 0.0]
+    assert tables.busy_configurations(agg) == (["b"], 3)
+    # no threshold, or none disturbed under it: every run
+    assert tables.undisturbed_where_any(runs, None).all() and tables.undisturbed_where_any(runs, 1.0).all()
+
+
 # ---- the real Snakemake with a real load
 
 

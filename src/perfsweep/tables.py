@@ -131,7 +131,7 @@ def disturbance(group: pd.DataFrame, disturbed: float | None) -> dict[str, Any]:
     its runs: :func:`disturbed_runs`, under ``disturbed``, config key variability.disturbed) and
     ``disturbed_ok_share``: the share of its successful runs disturbed (NaN where none succeeded);
     the configuration is disturbed (:func:`busy_configurations`) where that is above
-    DISTURBED_CONFIGURATION: its median comes from a busy host."""
+    DISTURBED_CONFIGURATION: it was measured on a busy host."""
     share = pd.to_numeric(group.get("others_busy_share", pd.Series(dtype=float)), errors="coerce").dropna()
     ratio = pd.to_numeric(group.get("cpu_wall_ratio", pd.Series(dtype=float)), errors="coerce").dropna()
     hit = disturbed_runs(group, disturbed)
@@ -141,9 +141,24 @@ def disturbance(group: pd.DataFrame, disturbed: float | None) -> dict[str, Any]:
             "disturbed_ok_share": float(hit[ok].mean()) if ok.any() else np.nan}
 
 
+def undisturbed_where_any(runs: pd.DataFrame, disturbed: float | None) -> pd.Series:
+    """The runs a configuration's statistics come from (the aggregate's median, values and the rest):
+    its undisturbed runs (:func:`disturbed_runs`) where it has a successful one, else all of its runs.
+    A disturbed run's time is the busy host's, not the app's, and a median of two runs of which one was
+    disturbed lay halfway to it. The configuration's host load (:func:`disturbance`) still counts every
+    run: whether most of them were disturbed decides whether the host was busy
+    (:func:`busy_configurations`)."""
+    hit = disturbed_runs(runs, disturbed)
+    if not hit.any():
+        return pd.Series(True, index=runs.index, dtype=bool)
+    ok = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
+    clean = set(runs.loc[ok & ~hit, "config_id"])
+    return ~(hit & runs["config_id"].isin(clean))
+
+
 def busy_configurations(agg: pd.DataFrame) -> tuple[list[str], int]:
-    """The fitted configurations (not validation, not oversubscribed) of an aggregate whose medians come
-    from disturbed runs (``disturbed_ok_share`` above DISTURBED_CONFIGURATION: :func:`disturbance`), most
+    """The fitted configurations (not validation, not oversubscribed) of an aggregate whose runs were
+    mostly disturbed (``disturbed_ok_share`` above DISTURBED_CONFIGURATION: :func:`disturbance`), most
     disturbed first (then by their others' busy share, then in the aggregate's order: the grid's), and how
     many configurations are fitted."""
     rows = agg[(agg["region"] == "all") & (agg["metric"] == "time")] if "region" in agg else agg
@@ -233,6 +248,7 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
               processes: str = PROCESS_COUNT, disturbed: float | None = None,
               kinds: dict | None = None) -> pd.DataFrame:
     """Median (and min, mean, std, n_ok, the repetitions' values) per configuration, region and metric,
+    of its undisturbed runs where it has any (:func:`undisturbed_where_any`: ``n_ok`` counts them),
     in long form, each row with its metric's ``unit`` and ``better`` (lower or higher): declared in
     ``kinds`` (perfsweep.apps.metric_kinds.declared of the study's app), else guessed from the name.
 
@@ -253,7 +269,12 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
     flagged = dict(zip(variability["config_id"], variability["flagged"]))
     n_runs = dict(zip(variability["config_id"], variability["n_runs"]))
     keep = [c for c in flagged if not (policy == "drop" and flagged[c])]
-    ok = runs[(runs["status"] == "ok") & runs["config_id"].isin(keep)]
+    used = undisturbed_where_any(runs, disturbed)
+    ok = runs[(runs["status"] == "ok") & runs["config_id"].isin(keep) & used]
+    if not used.all() and "run_id" in runs:  # the ranks' phases and the regions of the runs left out go with them
+        left_out = set(runs.loc[~used, "run_id"])
+        ranks = ranks[~ranks["run_id"].isin(left_out)] if not ranks.empty else ranks
+        regions = regions[~regions["run_id"].isin(left_out)] if not regions.empty else regions
     series: list[tuple[str, str, pd.DataFrame, str]] = [("all", "time", ok, "time")]
     if not ranks.empty:
         per_run = ranks[ranks["config_id"].isin(keep)].groupby(["config_id", "run_id"])[

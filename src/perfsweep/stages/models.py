@@ -58,7 +58,7 @@ def run(aggregate: PathLike, table: PathLike, models_json: PathLike, predictions
 def _measuring(tab, mods: list[dict], decide: dict, state_path: PathLike | None, busy: tuple[int, int] = (0, 0)):
     """The models table with a ``measuring`` column, filled in the run-time model's row (region all,
     metric time) with how measuring until decided ended (perfsweep.sweep.plan.measuring_ended; ``busy``:
-    how many of the fitted configurations have medians from disturbed runs, of how many), and the same
+    how many of the fitted configurations have runs mostly disturbed, of how many), and the same
     in that model's models.json entry."""
     state = json.loads(Path(state_path).read_text()) if state_path and Path(state_path).is_file() else {}
     tab = tab.assign(measuring="")

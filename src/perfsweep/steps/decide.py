@@ -14,9 +14,10 @@ ended decided at 0.90 and the models table said 0.78, undecided), and one short 
 measured further. Nor is it decided where the host was busy: where any fitted configuration (not
 validation, not oversubscribed) is *disturbed*, more than half of its successful runs (planned and
 added) disturbed (perfsweep.tables.disturbed_runs: other processes took more than
-``variability.disturbed`` of the cores the run needed), its median comes from a busy host; the study is then 'host busy (k of n
-configurations' medians from disturbed runs)' (perfsweep.sweep.plan.why_undecided), whatever its lead
-share says. A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
+``variability.disturbed`` of the cores the run needed), it was measured on a busy host (its median
+comes from its few undisturbed runs, if any: perfsweep.tables.undisturbed_where_any); the study is then
+'host busy (k of n configurations' runs mostly disturbed)' (perfsweep.sweep.plan.why_undecided),
+whatever its lead share says. A study not decided gets more runs, one step a round, while its ``budget`` lasts: a share of
 its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
 unit is the core-hour, as of an adaptive design's budget). The step:
 

@@ -119,13 +119,13 @@ def why_undecided(decide, share: float, width: float, validated: bool, busy: tup
     """'' if a time model of lead share ``share`` and a 90 % interval ``width`` wide at the validation
     points (over the prediction; ``validated``: the study has them) is decided under ``decide`` (a
     perfsweep.sweep.designs.Decide), else why not, e.g. 'form undecided (lead share 62 % < 80 %)'.
-    ``busy``: how many of the fitted configurations are disturbed (their medians from runs the host
-    disturbed, perfsweep.tables.busy_configurations) and of how many: any makes it 'host busy (...)'."""
+    ``busy``: how many of the fitted configurations are disturbed (most of their runs disturbed by the
+    host, perfsweep.tables.busy_configurations) and of how many: any makes it 'host busy (...)'."""
     # the host first: a lead share or an interval computed from a busy host's medians decides nothing
     # (confidently wrong where it looks decided), and the step it asks for (the disturbed configurations
     # measured again) comes before any other, so the reason said is the one the step answers
     if busy[0]:
-        return f"host busy ({busy[0]} of {busy[1]} configurations' medians from disturbed runs)"
+        return f"host busy ({busy[0]} of {busy[1]} configurations' runs mostly disturbed)"
     if share != share:  # NaN: a model without resamples (one repetition), whose form nothing decides
         return "form undecided (no lead share: no resamples)"
     if not share >= decide.lead_share:

@@ -136,6 +136,9 @@ def test_a_configurations_statistics_come_from_its_undisturbed_runs_where_it_has
     assert tables.busy_configurations(agg) == (["b"], 3)
     # no threshold, or none disturbed under it: every run
     assert tables.undisturbed_where_any(runs, None).all() and tables.undisturbed_where_any(runs, 1.0).all()
+    # a paired measurement's variant keeps every run: its runs pair with the other variants' by round
+    assert tables.undisturbed_where_any(runs.assign(study="s@after"), 0.1).all()
+    assert not tables.undisturbed_where_any(runs.assign(study="s"), 0.1).all()
 
 
 # ---- the real Snakemake with a real load

@@ -22,6 +22,7 @@ import pandas as pd
 from perfsweep.apps.metric_kinds import kind_of
 from perfsweep.apps.registry import PROCESS_COUNT, RANK_PHASES
 from perfsweep.errors import NoSuccessfulRun
+from perfsweep.layout import split_variant
 from perfsweep.stats import DISTURBED_CONFIGURATION, cv_of
 from perfsweep.sweep.record import check_record
 
@@ -147,9 +148,12 @@ def undisturbed_where_any(runs: pd.DataFrame, disturbed: float | None) -> pd.Ser
     A disturbed run's time is the busy host's, not the app's, and a median of two runs of which one was
     disturbed lay halfway to it. The configuration's host load (:func:`disturbance`) still counts every
     run: whether most of them were disturbed decides whether the host was busy
-    (:func:`busy_configurations`)."""
+    (:func:`busy_configurations`). A paired measurement's variants (studies ``<study>@<variant>``) keep
+    every run: their runs pair by round (perfsweep.compare.paired), and what disturbed a round's run of
+    one variant fell on the others' beside it."""
     hit = disturbed_runs(runs, disturbed)
-    if not hit.any():
+    paired = "study" in runs and runs["study"].map(lambda s: split_variant(str(s))[1] is not None).any()
+    if not hit.any() or paired:
         return pd.Series(True, index=runs.index, dtype=bool)
     ok = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)
     clean = set(runs.loc[ok & ~hit, "config_id"])

@@ -176,34 +176,6 @@ def test_no_new_point_at_a_process_count_whose_runs_were_oversubscribed():
     assert got["point"]["p"] != 4, got
 
 
-def test_a_step_takes_as_many_new_points_as_fit_into_it():
-    # the resamples choose n/p or n^2/p: they part alike at every p of n = 600, one step beyond the grid;
-    # one point a step made a busy sweep's T(n, m, c) take a round per point until the rounds ran out
-    from fractions import Fraction
-    from perfsweep.modeling.model import Model
-    from perfsweep.modeling.terms import Factor, Term
-    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
-           "decide": {"budget": 0.5}, "studies": {"s": {"vary": {"n": [100, 200, 300, 400, 500], "p": [1, 2, 4]}}}}
-    study = load_config(cfg).study("s")
-    names = ["n", "p"]
-    lin = Model(names, [Term((Factor(0, Fraction(1), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0]))
-    sq = Model(names, [Term((Factor(0, Fraction(2), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0 / 500]))
-    lin.bootstrap = [lin, lin, sq]
-    configs = study.configurations()
-    times = [[c.params["n"] / c.params["p"] * 0.99, c.params["n"] / c.params["p"] * 1.01] for c in configs]
-    cost = {c.config_id: [1.0, 1.0] for c in configs}
-    one = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=0.0)
-    assert "more" not in one and one["parts"] >= decide.PARTS  # the first point fits the budget, not the step
-    each = one["core_hours"] * 3600  # here every point's runs cost alike (k x n / p x p)
-    every = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=10 * each)
-    assert sorted([every["id"], *(m["id"] for m in every["more"])]) == ["n=600_p=1", "n=600_p=2", "n=600_p=4"]
-    assert every["core_hours"] * 3600 == pytest.approx(3 * each)
-    assert all(m["parts"] >= decide.PARTS for m in every["more"])
-    two = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=2.5 * each)
-    assert len(two["more"]) == 1 and two["core_hours"] * 3600 == pytest.approx(2 * each)
-    assert len(decide._next_step(study, lin, configs, times, cost, left=2.5 * each, per_step=100.0)["more"]) == 1
-
-
 def test_config_keys_and_bad_values():
     cfg = sweep_config(VARY)
     assert load_config(cfg).study("s").decide is None  # off by default

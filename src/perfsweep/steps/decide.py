@@ -18,8 +18,8 @@ added) disturbed (perfsweep.tables.disturbed_runs: other processes took more tha
 comes from its few undisturbed runs, if any: perfsweep.tables.undisturbed_where_any); the study is then
 'host busy (k of n configurations' runs mostly disturbed)' (perfsweep.sweep.plan.why_undecided),
 whatever its lead share says. A study not decided gets more runs, one step a round, while its
-``budget`` lasts: a share of its planned core-hours (the core-hours its records of the planned repetitions took; the one budget
-unit is the core-hour, as of an adaptive design's budget). The step:
+``budget`` lasts: a share of its planned core-hours (the core-hours its records of the planned
+repetitions took; the one budget unit is the core-hour, as of an adaptive design's budget). The step:
 
 - with disturbed configurations, before anything else: more repetitions at them, up to REMEASURE each,
   the most disturbed first and round by round (perfsweep.tables.busy_configurations), as many as fit

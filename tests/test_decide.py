@@ -176,37 +176,6 @@ def test_no_new_point_at_a_process_count_whose_runs_were_oversubscribed():
     assert got["point"]["p"] != 4, got
 
 
-def test_a_step_takes_as_many_new_points_as_fit_into_it_spread_over_the_grid():
-    # the resamples choose n/p or n^2/p, measured at n <= 300: the forms part most at n = 400 and next at
-    # n = 600 (one step beyond the grid), alike at every p. One point a step made a busy sweep's
-    # T(n, m, c) take a round per point until the rounds ran out; points of one step that share a value
-    # of a parameter part alike (60a65e5's steps took 9 points at n = 400, m = 2), so they do not
-    from fractions import Fraction
-    from perfsweep.modeling.model import Model
-    from perfsweep.modeling.terms import Factor, Term
-    cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
-           "decide": {"budget": 0.5}, "studies": {"s": {"vary": {"n": [100, 200, 300, 400, 500], "p": [1, 2, 4]}}}}
-    study = load_config(cfg).study("s")
-    names = ["n", "p"]
-    lin = Model(names, [Term((Factor(0, Fraction(1), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0]))
-    sq = Model(names, [Term((Factor(0, Fraction(2), 0), Factor(1, Fraction(-1), 0)))], np.array([0.0, 1.0 / 500]))
-    lin.bootstrap = [lin, lin, sq]
-    configs = [c for c in study.configurations() if c.params["n"] <= 300]
-    times = [[c.params["n"] / c.params["p"] * 0.99, c.params["n"] / c.params["p"] * 1.01] for c in configs]
-    cost = {c.config_id: [c.params["n"] / 100, c.params["n"] / 100] for c in configs}  # k runs x n / 100 core-s
-    one = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=0.0)
-    assert "more" not in one and one["point"]["n"] == 400 and one["parts"] >= decide.PARTS  # fits the budget only
-    assert one["core_hours"] * 3600 == pytest.approx(study.repetitions * 4.0)  # k runs of 4 core-seconds
-    every = decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=100.0)
-    points = [every["point"], *(m["point"] for m in every["more"])]
-    assert sorted(q["n"] for q in points) == [400, 600] and len({q["p"] for q in points}) == 2, points
-    both = study.repetitions * (4.0 + 6.0)
-    assert every["core_hours"] * 3600 == pytest.approx(both)
-    assert all(m["parts"] >= decide.PARTS for m in every["more"])
-    assert "more" not in decide._next_step(study, lin, configs, times, cost, left=100.0, per_step=both - 1)
-    assert "more" not in decide._next_step(study, lin, configs, times, cost, left=both - 1, per_step=100.0)
-
-
 def test_config_keys_and_bad_values():
     cfg = sweep_config(VARY)
     assert load_config(cfg).study("s").decide is None  # off by default

@@ -28,16 +28,12 @@ repetitions took; the one budget unit is the core-hour, as of an adaptive design
   with the budget unspent): a host busy for a while then measures them again once it is
   not; a host busy throughout spends the budget on them and the study ends undecided ('budget spent,
   host busy (...)') instead of confidently wrong;
-- new points where the leading forms part most relative to the noise (model discrimination, Atkinson
+- a new point where the leading forms part most relative to the noise (model discrimination, Atkinson
   and Fedorov 1975, T-optimality): among the grid's unmeasured points and those one step beyond its
   largest value of each varied parameter (not the process count: beyond it the ranks would share cores),
   the one where the medians of the log predictions of the resamples that agree with the lead terms and
   of those that do not (all agree: the resamples' spread) lie furthest apart, in standard errors of a
-  new point's mean (the study's median CV over sqrt(k)); taken where they lie >= PARTS apart; and the
-  next ones by how far they part (>= PARTS) as fit into STEP_SHARE of the budget (one point a step
-  made a busy sweep's T(n, m, c) take a round per point, until the rounds ran out), no two of them
-  with a value of a parameter in common (points on one line of the grid part alike: 60a65e5's steps
-  without this took 9 points at m = 2, 6 at n = 400, and a busy host's studies decided less);
+  new point's mean (the study's median CV over sqrt(k)); taken where they lie >= PARTS apart;
 - else one more repetition at the configurations whose CV is largest, as many as fit into half of the
   budget (STEP_SHARE; at least one): less scatter, resamples that agree more, narrower intervals. Every
   step costs a Snakemake start more, so a budget is spent in about two steps.
@@ -138,17 +134,14 @@ def decide_study(sweep, study, results_dir) -> str:
     cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
     step["last"] = left - 3600 * step["core_hours"] < cheapest  # no run fits after it: it ends measuring
     entry["added"] = step
-    for added in [step, *step.get("more", [])] if "point" in step else []:
-        state["points"].append(added["point"])  # measured k times, as the design's points
+    if "point" in step:
+        state["points"].append(step["point"])  # measured k times, as the design's points
     for cid in step.get("repetitions", []):
         state["repetitions"][cid] = state["repetitions"].get(cid, 0) + 1
     state["ended"] = None
     write_json_atomic(plan_file(results_dir, study.name, DECIDE_FILE), state)
     if "point" in step:
         what = f"a new point {step['id']} where the leading forms part by {step['parts']:.1f} standard errors"
-        if step.get("more"):
-            what += (f" and {len(step['more'])} more where they part by {step['more'][-1]['parts']:.1f} or more ("
-                     + ", ".join(m["id"] for m in step["more"]) + ")")
     elif step["why"] == "cv":
         what = f"one more repetition at the {len(step['repetitions'])} configuration(s) of the largest CV"
     else:
@@ -219,13 +212,10 @@ def _time_model(sweep, study, agg, bootstrap: int):
 def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,
                disturbed: list[str] | tuple[str, ...] = (), unfitted: set | frozenset = frozenset()) -> dict | None:
     """The next runs within ``left`` core-seconds: with ``disturbed`` configurations (config ids, most
-    disturbed first), up to REMEASURE more repetitions each ("why": "disturbed"), else new points where the
-    leading forms part by >= PARTS standard errors (the one where they part most that fits, ``point``,
-    ``id``, ``parts``, and in ``more`` the next ones, by how far they part, as fit into ``per_step``,
-    none with a value of a parameter in common with another),
-    else one more repetition at the configurations of the largest CV (of those with ``times``: those
-    fitted; "why": "cv"); repetitions at as many as fit into ``per_step`` (at least one); None if none
-    fits. No new point has a process count in ``unfitted``
+    disturbed first), up to REMEASURE more repetitions each ("why": "disturbed"), else a new point where the
+    leading forms part by >= PARTS standard errors, else one more repetition at the configurations of
+    the largest CV (of those with ``times``: those fitted; "why": "cv"); repetitions at as many as fit
+    into ``per_step`` (at least one); None if none fits. No new point has a process count in ``unfitted``
     (those whose runs were oversubscribed: not fitted, so they decide no form)."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
@@ -242,19 +232,13 @@ def _next_step(study, model, configs, times, cost: dict, left: float, per_step: 
         xc = np.array([[float(c.params[n]) for n in names] for c in cands])
         parts = discrimination(model, xc) / (max(noise, 1e-3) / math.sqrt(study.repetitions))
         rate = _cost_rate(model, configs, per_run, names, study.processes)
-        chosen, spend = [], 0.0  # the point where they part most that fits, then the next as fit the step
         for i in np.argsort(-parts, kind="stable"):
             if not parts[i] >= PARTS:
                 break
-            if any(cands[i].params[n] == c["point"][n] for c in chosen for n in names):
-                continue  # spread: no two of a step share a value of a parameter (they would part alike)
             need = study.repetitions * rate * float(model.predict(xc[i:i + 1])[0]) * float(cands[i].params.get(study.processes, 1))
-            if spend + need <= left and (not chosen or spend + need <= per_step):
-                chosen.append({"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
-                               "parts": float(parts[i])})
-                spend += need
-        if chosen:
-            return {**chosen[0], **({"more": chosen[1:]} if len(chosen) > 1 else {}), "core_hours": spend / 3600}
+            if need <= left:
+                return {"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
+                        "parts": float(parts[i]), "core_hours": need / 3600}
     order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
     return _repetitions([configs[i].config_id for i in order], per_run, left, per_step, "cv")
 

@@ -60,6 +60,13 @@ def test_the_tables_flag_runs_above_the_threshold():
     assert var.loc["a", "n_disturbed"] == 2 and var.loc["b", "n_disturbed"] == 0
     assert var.loc["a", "others_busy_share"] == 0.5 and var.loc["a", "cpu_wall_ratio"] == 0.5
     assert pd.isna(var.loc["b", "others_busy_share"])
+    # the study's progress line counts them and says whether they are measured again (measured until
+    # decided measures its mostly disturbed configurations again; it said "not measured again" regardless)
+    from perfsweep.stages.variability import progress_line
+    said = progress_line("s", var.reset_index(), runs)
+    assert "; 2 runs disturbed by other processes on their cores (flagged, not measured again)" in said, said
+    said = progress_line("s", var.reset_index(), runs, remeasured=True)
+    assert "(flagged, configurations with mostly disturbed runs measured again while the decide budget lasts)" in said
     assert tables.variability_summary(var.reset_index()).loc[0, "disturbed_runs"] == 2
 
 

@@ -29,6 +29,7 @@ rule variability:
         varied=lambda wc: STUDIES[wc.study].varied,
         cv_threshold=SWEEP.cv_threshold,
         disturbed=SWEEP.disturbed,  # others' busy share that flags a run (variability.disturbed)
+        remeasured=lambda wc: STUDIES[wc.study].decide is not None,  # measured until decided: disturbed measured again
     log:
         stage_log("variability"),
     conda:

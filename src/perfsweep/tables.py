@@ -152,7 +152,7 @@ def undisturbed_where_any(runs: pd.DataFrame, disturbed: float | None) -> pd.Ser
     every run: their runs pair by round (perfsweep.compare.paired), and what disturbed a round's run of
     one variant fell on the others' beside it."""
     hit = disturbed_runs(runs, disturbed)
-    paired = "study" in runs and runs["study"].map(lambda s: split_variant(str(s))[1] is not None).any()
+    paired = "study" in runs and any(split_variant(str(s))[1] is not None for s in runs["study"].unique())
     if not hit.any() or paired:
         return pd.Series(True, index=runs.index, dtype=bool)
     ok = runs["status"] == "ok" if "status" in runs else pd.Series(True, index=runs.index)

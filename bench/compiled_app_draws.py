@@ -56,8 +56,10 @@ def draws(aggregates: list[Path], ks=(3, 5, 7), n_draws: int = 60, seed: int = 3
     for r in runs:
         for row in r[r["metric"] == "time"].itertuples():
             pool.setdefault((row.s, row.p), []).extend(float(v) for v in str(row.values).split())
+    spread = np.array([max(v) / min(v) - 1 for v in pool.values()])
     print(f"pooled runs per configuration: {min(map(len, pool.values()))}-{max(map(len, pool.values()))} "
-          f"from {len(runs)} sweeps; s = 24 medians: "
+          f"from {len(runs)} sweeps, slowest against fastest +{100 * np.median(spread):.0f} % (median), "
+          f"up to +{100 * spread.max():.0f} %; s = 24 medians: "
           + ", ".join(f"p = {p}: {np.median(pool[(24, p)]):.3f} s" for p in (1, 2)))
     rng = np.random.default_rng(seed)
     warnings.filterwarnings("ignore")

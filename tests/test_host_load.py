@@ -140,6 +140,9 @@ def test_a_configurations_statistics_come_from_its_undisturbed_runs_where_it_has
     assert compute["median"].tolist() == pytest.approx([0.9, 2.1, 3.0])  # the ranks' phases alike
     # the host load still counts every run: a's runs are not mostly disturbed, b's are
     assert time_["n_disturbed"].tolist() == [1, 2, 0] and time_["disturbed_ok_share"].tolist() == [0.5, 1.0, 0.0]
+    # the medians table says why a's median comes from 1 of its 2 runs
+    med = tables.medians_wide(agg, ["n"]).set_index("config_id")
+    assert med[["n_ok", "n_runs", "n_disturbed"]].values.tolist() == [[1, 2, 1], [2, 2, 2], [2, 2, 0]]
     assert tables.busy_configurations(agg) == (["b"], 3)
     # no threshold, or none disturbed under it: every run
     assert tables.undisturbed_where_any(runs, None).all() and tables.undisturbed_where_any(runs, 1.0).all()

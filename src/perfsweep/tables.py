@@ -320,10 +320,14 @@ def aggregate(runs: pd.DataFrame, ranks: pd.DataFrame, regions: pd.DataFrame, pa
 
 
 def medians_wide(agg: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    """The run-time medians, one row per configuration (region all, metric time)."""
+    """The run-time medians, one row per configuration (region all, metric time), with ``n_disturbed``
+    beside ``n_ok`` and ``n_runs``: where some runs were disturbed, the statistics come from the others."""
     sel = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
-    marks = [c for c in ("validation", "oversubscribed") if c in sel]  # aggregates written before they were
-    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", "flagged", *marks]].reset_index(drop=True)
+    # aggregates written before these columns were have none of them
+    counts = [c for c in ("n_disturbed",) if c in sel]
+    marks = [c for c in ("validation", "oversubscribed") if c in sel]
+    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", *counts, "flagged",
+                *marks]].reset_index(drop=True)
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

@@ -6,7 +6,7 @@ This bench runs the test's sweep ``--sweeps`` times with 3 repetitions (the runs
 another, as a CI job does), pools each configuration's runs, and then draws sweeps from the pool: k runs
 per grid configuration and k runs at s = 24, fitted as perfsweep fits them (fit_study_models), for k = 3,
 5 and 7. It prints, per k, how often the worse of the two s = 24 points misses by more than 10 % and
-15 %. The rate is 20 steps / loop time, as ljrate prints it, so it is drawn with the time.
+15 %. The rate is the steps / loop time, as ljrate prints it, so it is drawn with the time.
 
     .venv/bin/python bench/compiled_app_draws.py --out bench/results/compiled_app_draws
     .venv/bin/python bench/compiled_app_draws.py --from bench/results/compiled_app_draws   # draws only
@@ -29,8 +29,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from perfsweep.modeling.pipeline import fit_study_models  # noqa: E402
-
-STEPS = 20  # ljrate's -steps in the test's command: its rate is STEPS / loop time
 
 
 def sweep(out: Path, i: int) -> Path:
@@ -56,6 +54,9 @@ def draws(aggregates: list[Path], ks=(3, 5, 7), n_draws: int = 60, seed: int = 3
     for r in runs:
         for row in r[r["metric"] == "time"].itertuples():
             pool.setdefault((row.s, row.p), []).extend(float(v) for v in str(row.values).split())
+    # ljrate prints steps / loop time as its rate: the steps, from a configuration's medians of both
+    first = base.set_index(["config_id", "metric"])["median"]
+    steps = round(first[first.index[0][0], "time"] * first[first.index[0][0], "timesteps_per_s"])
     spread = np.array([max(v) / min(v) - 1 for v in pool.values()])
     print(f"pooled runs per configuration: {min(map(len, pool.values()))}-{max(map(len, pool.values()))} "
           f"from {len(runs)} sweeps, slowest against fastest +{100 * np.median(spread):.0f} % (median), "
@@ -71,14 +72,14 @@ def draws(aggregates: list[Path], ks=(3, 5, 7), n_draws: int = 60, seed: int = 3
                 t = rng.choice(values, size=k)
                 if s == 24:
                     measured[p] = np.median(t)
-                for metric, v in (("time", t), ("timesteps_per_s", STEPS / t)):
+                for metric, v in (("time", t), ("timesteps_per_s", steps / t)):
                     at = (agg["s"] == s) & (agg["p"] == p) & (agg["metric"] == metric)
                     agg.loc[at, ["median", "mean", "min", "std"]] = [np.median(v), v.mean(), v.min(), v.std(ddof=1)]
                     agg.loc[at, ["n_ok", "n_runs", "n_disturbed"]] = [k, k, 0]
                     agg.loc[at, "values"] = " ".join(f"{x:.6g}" for x in v)
             tab, _, preds = fit_study_models(agg, "s_p", ["s", "p"], {}, "p")
             at24 = preds[preds["s"] == 24]
-            errs = [abs(r.predicted / (measured[r.p] if r.metric == "time" else STEPS / measured[r.p]) - 1)
+            errs = [abs(r.predicted / (measured[r.p] if r.metric == "time" else steps / measured[r.p]) - 1)
                     for r in at24.itertuples()]
             worst.append(max(errs))
             lead = tab.set_index("metric").loc["time", "lead"]

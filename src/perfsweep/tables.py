@@ -323,11 +323,10 @@ def medians_wide(agg: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """The run-time medians, one row per configuration (region all, metric time), with ``n_disturbed``
     beside ``n_ok`` and ``n_runs``: where some runs were disturbed, the statistics come from the others."""
     sel = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
-    # aggregates written before these columns were have none of them
-    counts = [c for c in ("n_disturbed",) if c in sel]
-    marks = [c for c in ("validation", "oversubscribed") if c in sel]
-    return sel[["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", *counts, "flagged",
-                *marks]].reset_index(drop=True)
+    columns = ["config_id", *params, "median", "min", "mean", "std", "n_ok", "n_runs", "n_disturbed", "flagged",
+               "validation", "oversubscribed"]
+    # aggregates written before the last three were have none of them
+    return sel[[c for c in columns if c in sel]].reset_index(drop=True)
 
 
 def to_markdown(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

@@ -64,6 +64,7 @@ def test_study_fixed_overrides_defaults_and_keeps_vary_order():
         (["modeling"], {"log_factors": ["m"], "powers_only": ["m", "n"]}, "x.yaml: modeling: m in both log_factors"),
         (["modeling"], {"logs": ["m"]}, "x.yaml: modeling: unknown key(s) ('logs' was unexpected)"),
         (["modeling"], {"powers_only": ["m", "m"]}, "x.yaml: modeling.powers_only: ['m', 'm'] has non-unique elements"),
+        (["modeling"], {"simplest_within": -1}, "x.yaml: modeling.simplest_within: -1 is less than the minimum of 0"),
         (["studies", "nm", "design"], {"kind": "sparse", "base": ""}, "x.yaml: studies.nm.design.base: '' is not a base"),
         (["studies", "nm", "vary", 3], [1, 2], "x.yaml: studies.nm.vary: key 3 is not text (int); quote it"),
         (["app", "args", "temperature"], "hot", "x.yaml: app.args.temperature: 'hot' is not a finite number"),

@@ -16,7 +16,7 @@ rule models:
         fixed=lambda wc: {k: v for k, v in STUDIES[wc.study].fixed.items()},
         processes=SWEEP.processes,
         design=lambda wc: STUDIES[wc.study].design.kind,  # sparse, adaptive: one lower-order term
-        modeling=SWEEP.extra["modeling"],  # log_factors, powers_only
+        modeling=SWEEP.extra["modeling"],  # log_factors, powers_only, simplest_within
         # measuring until decided (config decide:): the table says how it ended, from the rounds' state
         decide=lambda wc: dataclasses.asdict(STUDIES[wc.study].decide) if STUDIES[wc.study].decide else None,
         decide_state=lambda wc: str(layout.plan_file(R, wc.study, layout.DECIDE_FILE)),

@@ -18,7 +18,10 @@ order in 2.5-33 % (issue 35). Bagging of model selection (Breiman 1996) and stab
    positive values, its constant is not below -``NEGATIVE`` of the smallest mean (a constant of
    -4.67 s under runs of 0.5-2 s is the terms' growth cancelled, not a cost);
 3. every resample chooses its admissible form of the lowest criterion (the search's: N ln(RSS_w / N)
-   + penalty K);
+   + penalty K); with the config's ``modeling: {simplest_within: k}`` every data set, the measured
+   means too, chooses the simplest admissible form (as in 5.) within k coefficients' penalties of its
+   lowest (bench/simplest_within.py: with k = 1 the resamples agree more often, the sweeps' forms
+   differ less, the intervals cover a little less; 0 unless a config says, the default config 1);
 4. the lead order to report: the measured data's own choice where at least ``STABLE`` of the
    resamples' choices grow alike with it (lead_orders.grow_alike over the measured range: the same
    dominant parameters, growth within 1/4 of a power); else the lead order at the centre of the
@@ -180,12 +183,13 @@ def _alternatives(forms: list, coefs: list, scores: np.ndarray, usable: np.ndarr
 
 def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarray, draws: np.ndarray,
               w: np.ndarray, penalty: float, positive: bool = True, relative: bool = True,
-              amdahl: tuple[int, ...] = ()) -> Model:
+              amdahl: tuple[int, ...] = (), simplest_within: float = 0.0) -> Model:
     """The model to report for the means ``ybar`` at ``x`` (weights ``w``), given the search's own
     ``model``, the models it chose for the resampled means ``draws`` (B x N), ``searched``; see the
     module's rule. Without resamples the search's model. ``amdahl``: the parameters (indices) whose
     form is taken as p^-1 (two process counts): the forms of Amdahl's law come first, a serial part
-    beside the part divided among the ranks (see _amdahl)."""
+    beside the part divided among the ranks (see _amdahl). ``simplest_within`` > 0: every data set
+    chooses the simplest admissible form within that many ``penalty``s of its best (_choose)."""
     if not len(draws):
         return model
     n = len(ybar)
@@ -212,8 +216,9 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
         ok = (coef[0] >= floor) & (np.all((coef[1:] > 0).T & (size > _RELEVANT), axis=1) if positive else True)
         scores[f] = np.where(ok, n * np.log(np.maximum(rss, EXACT * ywy) / n) + penalty * a.shape[1], np.inf)
         coefs.append(coef)
-    # every resample chooses the admissible form of the lowest criterion
-    choice = np.argmin(scores[:, 1:], axis=0)
+    # every resample chooses the admissible form of the lowest criterion (or the simplest near it)
+    simplicity = [(not _serial_and_parallel(form, amdahl), _complexity(form)) for form in forms]
+    choice = np.array([_choose(scores[:, 1 + b], simplicity, simplest_within * penalty) for b in range(len(draws))])
     chose = np.isfinite(scores[choice, 1 + np.arange(len(draws))])
     usable = np.flatnonzero(np.isfinite(scores[:, 0]))
     ranges = {name: (float(x[:, k].min()), float(x[:, k].max())) for k, name in enumerate(model.param_names)}
@@ -228,7 +233,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     # closest to theirs on average (growth over the measured range, lead_orders.order_distance)
     distance = {f: np.mean([order_distance(growths[f], growths[c], ranges) for c in picked]) for f in usable}
     centre = min(usable, key=lambda f: (distance[f], _complexity(forms[f]), scores[f, 0]))
-    own = min(usable, key=lambda f: scores[f, 0])  # the measured data's own choice
+    own = _choose(scores[:, 0], simplicity, simplest_within * penalty)  # the measured data's own choice
     if np.mean([grow_alike(growths[own], growths[c], ranges) for c in picked]) >= STABLE:
         centre = own
     # of the forms of that lead order the simplest within one coefficient's penalty of their best
@@ -253,6 +258,17 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     chosen.criterion, chosen.alternatives = _alternatives(forms, coefs, scores[:, 0], usable, pick, names)
     chosen.runner_up, chosen.runner_up_share = _runner_up([forms[c] for c in picked[~agree]], names, len(picked))
     return chosen
+
+
+def _choose(scores: np.ndarray, simplicity: list, margin: float) -> int:
+    """The form one data set chooses by its criteria ``scores`` (inf: not admissible): the lowest, or with
+    ``margin`` > 0 the simplest (``simplicity``: Amdahl's law first, then _complexity) whose criterion is
+    within ``margin`` of the lowest, the lower criterion between equally simple ones."""
+    best = int(np.argmin(scores))
+    if margin <= 0 or not np.isfinite(scores[best]):
+        return best
+    near = np.flatnonzero(scores <= scores[best] + margin)
+    return int(min(near, key=lambda f: (simplicity[f], scores[f], f)))
 
 
 def _runner_up(rejected: list, names: list[str], total: int) -> tuple[str, float]:

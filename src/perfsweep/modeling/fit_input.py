@@ -32,6 +32,9 @@ class FitOptions:
     candidates: int = 3  # single-parameter terms per parameter carried into the combination step (4+: 2)
     extra_terms: int = 2  # lower-order terms beside a product (a*b + a + b); 0 with 4 or more parameters
     penalty: float = 2.0  # per coefficient, times ln(N)
+    # every data set (the measured means and each resample) takes the simplest admissible form within this
+    # many coefficients' penalties of its best (modeling.consensus); 0: its best (config modeling.simplest_within)
+    simplest_within: float = 0.0
     refine_rounds: int = 3  # coordinate-descent rounds over the exponents of a structure's terms
     refine_structures: int = 3  # the best structures of step 2 whose exponents are refined ...
     refine_picks: int = 2  # ... each with its best candidates (terms from step 1)

@@ -122,7 +122,8 @@ class Rounds:
         for j, model in enumerate(self.models):
             mine = np.flatnonzero(owner_arr == j)
             out.append(consensus(model, [known[j], *(resampled[b] for b in mine)], self.x, self.ybar[j], means[mine],
-                                 self.w[j], pen, self.opts.positive, self.relative, self.amdahl))
+                                 self.w[j], pen, self.opts.positive, self.relative, self.amdahl,
+                                 self.opts.simplest_within))
         return out
 
 

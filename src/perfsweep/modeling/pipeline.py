@@ -90,13 +90,14 @@ def fit_options(processes: str = PROCESS_COUNT, design: str = "full", bootstrap:
     """The modeler's options for a study of the design kind (full, sparse, adaptive) measured at
     ``points`` (N x len(names)): negative exponents for the process count; powers only (no log2
     factors) for the parameters power_parameters names, less the config's ``modeling: log_factors``
-    and plus its ``powers_only``; one lower-order term beside a product (SPARSE_EXTRA_TERMS) unless
-    the design is a full grid."""
+    and plus its ``powers_only``; its ``simplest_within`` (modeling.consensus); one lower-order term
+    beside a product (SPARSE_EXTRA_TERMS) unless the design is a full grid."""
     modeling = modeling or {}
     powers = set(power_parameters(points, names, processes) if points is not None and names else ())
     powers = (powers - set(modeling.get("log_factors", ()))) | set(modeling.get("powers_only", ()))
     powers = tuple(n for n in names or () if n in powers)
-    options = FitOptions(negative_params=(processes,), power_params=powers, bootstrap=bootstrap)
+    options = FitOptions(negative_params=(processes,), power_params=powers, bootstrap=bootstrap,
+                         simplest_within=float(modeling.get("simplest_within", 0.0)))
     return options if design == "full" else replace(options, extra_terms=SPARSE_EXTRA_TERMS)
 
 

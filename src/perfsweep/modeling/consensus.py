@@ -21,7 +21,7 @@ order in 2.5-33 % (issue 35). Bagging of model selection (Breiman 1996) and stab
    + penalty K); with the config's ``modeling: {simplest_within: k}`` every data set, the measured
    means too, chooses the simplest admissible form (as in 5.) within k coefficients' penalties of its
    lowest (bench/simplest_within.py: with k = 1 the resamples agree more often, the sweeps' forms
-   differ less, the intervals cover a little less; 0 unless a config says, the default config 1);
+   differ less, the intervals cover a little less; 0 unless a config sets it);
 4. the lead order to report: the measured data's own choice where at least ``STABLE`` of the
    resamples' choices grow alike with it (lead_orders.grow_alike over the measured range: the same
    dominant parameters, growth within 1/4 of a power); else the lead order at the centre of the

@@ -3,7 +3,7 @@ committed sweeps (bench/replicates.py --out), fitted with a form close to ljmd's
 search: T(n, m) = a + b n + c n m + d n m^2; T(n, m, c) = a + b n + e n m^2 + f n c^3 + g n m^2 c^3, by
 relative least squares), and the relative residuals of every configuration that all sweeps measured set
 side by side. Where they are noise, the sweeps' residuals are uncorrelated; where the same configuration
-lies above or below the smooth law in every sweep, the app's time is not smooth at that level (ljmd's
+lies above or below the smooth law in every sweep, the app's time is not smooth at that level (likely ljmd's
 cell lists: floor(box / reach) cells per side, all pairs below 3), and no form of any search fits it
 within the repetitions' noise, however often it is measured.
 

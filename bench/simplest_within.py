@@ -50,8 +50,9 @@ def judge(job: tuple[str, float]) -> list[dict]:
     where, k = job
     rows = []
     warnings.simplefilter("ignore")
+    kinds = studies()
     for sweep in sorted(Path(where).glob("sweep*")):
-        for name, (varied, fixed, design) in studies().items():
+        for name, (varied, fixed, design) in kinds.items():
             agg = replicates.csv(sweep, f"tables/{name}/aggregate.csv")
             if agg is None:
                 continue

@@ -237,10 +237,8 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     if np.mean([grow_alike(growths[own], growths[c], ranges) for c in picked]) >= STABLE:
         centre = own
     # of the forms of that lead order the simplest within one coefficient's penalty of their best
-    same = [f for f in usable if growths[f] == growths[centre]]
-    best = min(scores[f, 0] for f in same)
-    pick = min((not _serial_and_parallel(forms[f], amdahl), _complexity(forms[f]), scores[f, 0], f)
-               for f in same if scores[f, 0] <= best + penalty)[3]
+    same = np.array([growths[f] == growths[centre] for f in range(len(forms))]) & np.isfinite(scores[:, 0])
+    pick = _choose(np.where(same, scores[:, 0], np.inf), simplicity, penalty)
     # the lead share by the one lead-order rule: the resamples' choices with the same lead terms
     lead = lead_terms(Model(names, list(forms[pick]), np.zeros(len(forms[pick]) + 1)))
     agree = np.array([lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) == lead for c in picked])

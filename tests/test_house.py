@@ -94,7 +94,8 @@ def test_the_cycle_finder_finds_a_cycle_and_reads_every_kind_of_import(tmp_path)
     # an import at the top and a submodule by name (one under TYPE_CHECKING: the next test)
     assert "perfsweep.sweep.spec" in graph["perfsweep.sweep.run"]
     assert "perfsweep.layout" in graph["perfsweep.cli.records"]
-    assert "perfsweep.cli.compare" in graph["perfsweep.cli"]  # `from perfsweep.cli import compare`: a submodule
+    # `from perfsweep.plots import models as model_plots`: a submodule
+    assert "perfsweep.plots.models" in graph["perfsweep.stages.model_sheet"]
     # one inside a function (apps.scorep reads a Score-P profile with the CUBE reader only when it has one)
     assert "perfsweep.cube" in graph["perfsweep.apps.scorep"]
 

@@ -24,23 +24,27 @@ PERFSWEEP_TRACEBACK=1 to see the traceback). perfsweep compare exits 1 on a regr
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from perfsweep.cli import compare, models, plan, predict, records, run, validate
 from perfsweep.errors import Terminated, UserError
 
-# The subcommands in the order --help lists them, each a function(sub) that adds its parser.
-COMMANDS: list = [validate.register, run.register, predict.register, records.register, models.register,
-                  plan.register, compare.register]
+# The subcommands in the order --help lists them: the name of each and of the module (perfsweep.cli.<module>)
+# whose register(sub) adds its parser. A command line with one of them imports that module alone: each
+# imports what its command needs (pandas, scipy, Snakemake's planning), which took 3-4 s of every call.
+COMMANDS: dict[str, str] = {"validate": "validate", "run": "run", "predict": "predict", "recommend": "predict",
+                            "check-records": "records", "models": "models", "plan": "plan", "compare": "compare"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of ``command``'s alone (the others are not imported)."""
     ap = argparse.ArgumentParser(prog="perfsweep", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    for register in COMMANDS:
-        register(sub)
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMANDS.values()
+    for module in dict.fromkeys(modules):
+        importlib.import_module(f"perfsweep.cli.{module}").register(sub)
     return ap
 
 
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:  # everything after -- goes to Snakemake (perfsweep run)
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    parser = build_parser()
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     _one_line_errors(parser)
     args = parser.parse_args(argv)
     if extra:

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2
 
 from perfsweep.modeling.fit_input import FitOptions
 from perfsweep.modeling.terms import EXACT, Factor
@@ -189,6 +188,8 @@ class Fit:
 
     def within_noise(self, en: Entries, rss: np.ndarray, used: np.ndarray) -> np.ndarray:
         """:meth:`fits_noise` of entries whose weighted RSS (E,) and used columns (E, K) are known."""
+        from scipy.stats import chi2  # here: scipy.stats takes seconds to import (a perfsweep command's start)
+
         dof = np.maximum(self.n - used.sum(axis=1), 1)
         out = np.zeros(self.m, bool)
         out[en.row] = rss <= np.fmax(self.noise[en.row] * chi2.ppf(0.99, dof), EXACT * self.ywy[en.row])

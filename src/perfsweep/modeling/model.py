@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from perfsweep.modeling.terms import Term, dominant_terms
 
@@ -136,6 +135,8 @@ class Model:
             return np.full(n, np.nan), np.full(n, np.nan)
         preds = np.array([b.predict(x) for b in self.bootstrap])
         pred = _averaged(preds)  # expected(x), from the one pass over the resamples
+        from scipy.stats import norm  # here: scipy.stats takes seconds to import (a perfsweep command's start)
+
         z = float(norm.ppf(0.5 + level / 2))
         positive = np.all(preds > 0, axis=0) & (pred > 0)
         scatter = self.scatter if np.isfinite(self.scatter) else 0.0

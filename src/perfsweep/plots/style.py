@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.layout_engine import ConstrainedLayoutEngine  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -47,16 +48,22 @@ def save_figure(fig, path: str | os.PathLike[str], data: pd.DataFrame | None, dp
     A PNG is stored with a palette of PNG_COLOURS colours (no dithering): a plot has few colours,
     and this makes it three to four times smaller, so that the HTML report, which embeds every
     figure, stays small enough to send (with 100 dpi: at most 5 MB for the default sweep).
-    ``dpi``: the resolution if not the style's (the report's model sheet uses less)."""
+    ``dpi``: the resolution if not the style's (the report's model sheet uses less).
+
+    A figure with a constrained layout is saved as laid out: that layout already keeps titles, labels,
+    legends and colour bars inside the figure, and the style's tight bounding box would lay out and
+    draw it once more (model sheets of 11 models here: 10.0-11.0 s with it, 6.6-9.2 s in six without)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".png":
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=dpi)
-        image = Image.open(buf).convert("RGB").quantize(colors=PNG_COLOURS, dither=Image.Dither.NONE)
-        image.save(path, optimize=True)
-    else:
-        fig.savefig(path, dpi=dpi)
+    laid_out = isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine)
+    with plt.rc_context({"savefig.bbox": "standard"} if laid_out else {}):
+        if path.suffix.lower() == ".png":
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=dpi)
+            image = Image.open(buf).convert("RGB").quantize(colors=PNG_COLOURS, dither=Image.Dither.NONE)
+            image.save(path, optimize=True)
+        else:
+            fig.savefig(path, dpi=dpi)
     plt.close(fig)
     if data is not None:
         data.to_csv(figure_data(path), index=False)

@@ -5,13 +5,17 @@ relative least squares), and the relative residuals of every configuration that 
 side by side. Where they are noise, the sweeps' residuals are uncorrelated; where the same configuration
 lies above or below the smooth law in every sweep, the app's time is not smooth at that level (likely ljmd's
 cell lists: floor(box / reach) cells per side, all pairs below 3), and no form of any search fits it
-within the repetitions' noise, however often it is measured.
+within the repetitions' noise, however often it is measured. Last, the lack-of-fit test by which
+measuring until decided stops taking repetitions (perfsweep.steps.decide.lack_of_fit_of), on each sweep's final
+model of every study.
 
     .venv/bin/python bench/lack_of_fit.py bench/results/replicates_quiet bench/results/replicates_busy
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import sys
 from pathlib import Path
 
@@ -21,6 +25,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import replicates  # noqa: E402 (the bench folder is not a package)
+from perfsweep.modeling.model import Model  # noqa: E402
+from perfsweep.steps import decide  # noqa: E402
 
 FORMS = {
     "T_n_m": lambda n, m, c: [n, n * m, n * m ** 2],
@@ -66,7 +72,40 @@ def main() -> int:
         print(f"correlation of the sweeps' residuals, pairwise: median {np.median(off):.2f}, "
               f"range {off.min():.2f}-{off.max():.2f}")
         print()
+    print("## the lack-of-fit test of measuring until decided (perfsweep.steps.decide.lack_of_fit_of), final models")
+    print("(the best of the model's, its alternatives' and its resamples' forms, each fitted again to the medians by")
+    print(" relative least squares; the noise a median's standard error;")
+    print(f" p < {decide.MISFIT_P}: more repetitions are not taken, measuring ends 'lack of fit' where no new point is worth its runs;")
+    print(" not judged so where the host was busy: disturbed configurations are measured again first)")
+    for d in dirs:
+        for sweep in sorted(d.glob("sweep*")):
+            for study in STUDIES:
+                got = final_misfit(sweep, study)
+                if got is not None:
+                    share, f = got
+                    print(f"{d.name}/{sweep.name} {study}: lead share {share:.2f}; misfit {100 * f['misfit']:.1f} %, noise "
+                          f"{100 * f['noise']:.1f} %, F {f['F']:.1f}, p {f['p']:.1g}: "
+                          + ("no smooth form fits" if f["p"] < decide.MISFIT_P else "within the noise's reach"))
     return 0
+
+
+STUDIES = ("T_n_m", "T_n_m_c", "T_n_p", "rmsd_frames_p")
+
+
+def final_misfit(root: Path, study: str):
+    """(lead share, decide.lack_of_fit_of) of the sweep's final run-time model of ``study`` and its aggregate's
+    repetitions, or None."""
+    agg = replicates.csv(root, f"tables/{study}/aggregate.csv")
+    path = root / "models" / study / "models.json.gz"
+    if agg is None or not path.exists():
+        return None
+    entry = [m for m in json.loads(gzip.open(path).read()) if m["region"] == "all" and m["metric"] == "time"]
+    if not entry or not entry[0].get("model"):
+        return None
+    model = Model.from_dict(entry[0]["model"])
+    t = agg[(agg["region"] == "all") & (agg["metric"] == "time") & ~agg["validation"].astype(bool)]
+    got = decide.lack_of_fit_of(model, [[float(v) for v in str(s).split()] for s in t["values"]])
+    return None if got is None else (model.lead_share, got)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ Targets (issue "Models decided by measurement"):
   90 % of the points and within 15 % at all; 90 % intervals covering 80-97 % of the points (median width
   printed); every make run <= 5 minutes;
 - busy (--against the quiet output): the p = 1 studies end decided within the quiet bounds; every other
-  study ends decided within them or with "budget spent" and the form undecided; no study that calls its
+  study ends decided within them or with "budget spent" and the form undecided (or "lack of fit": no
+  smooth form fits its medians within their noise, so more repetitions could not decide it, printed
+  apart); no study that calls its
   form decided (lead share >= 0.8) misses a held-back point by more than 30 %; intervals cover >= 80 %,
   their median width at most 2x the quiet sweeps'.
 """
@@ -374,8 +376,9 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
                     say(f"  {name} sweep {s['sweep']} (p = 1): decided within the quiet bounds: {verdict} "
                         f"({s['measuring'] or 'share ' + format(s['lead_share'], '.2f')}; median error {s['median_error']:.1%})")
                 else:
-                    good = (s["decided"] and within) or (not s["decided"] and s["measuring"].startswith("budget spent"))
-                    say(f"  {name} sweep {s['sweep']}: decided within the bounds or budget spent undecided: {ok(good)} "
+                    good = (s["decided"] and within) or (not s["decided"] and s["measuring"].startswith(UNDECIDED))
+                    say(f"  {name} sweep {s['sweep']}: decided within the bounds or budget spent (or lack of fit) "
+                        f"undecided: {ok(good)} "
                         f"({s['measuring'] or 'no decide'}; median error {s['median_error']:.1%})")
         wd = summary["worst_decided_error"]
         say(f"  no decided form (lead share >= 0.8) misses a held-back point by more than 30 %: "
@@ -385,6 +388,10 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
             say(f"  median width at most 2x the quiet sweeps' ({against['median_width']:.0%}): "
                 f"{ok(summary['median_width'] <= 2 * against['median_width'])}")
     return lines, summary
+
+
+# how measuring until decided says it ended undecided with a reason (perfsweep.sweep.plan.measuring_ended)
+UNDECIDED = ("budget spent", "lack of fit")
 
 
 def main() -> int:

@@ -17,6 +17,7 @@ from conftest import BIN
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.modeling.pipeline import BOOTSTRAP, ROUND_BOOTSTRAP
+from perfsweep import stats
 from perfsweep.steps import decide, estimate
 from perfsweep.sweep import plan
 from test_designs import sweep_config, write_records
@@ -125,6 +126,64 @@ def test_an_undecided_study_is_measured_until_its_budget_is_spent(tmp_path, caps
     more = decide_sweep(tmp_path, {"budget": 0.8, "lead_share": 1.0})
     plan.add_planned_points(more)
     assert decide.decide_round(more, tmp_path)[0] is True and state(tmp_path)["ended"] is None
+
+
+def checkerboard(p):
+    """n m^2 with every configuration 6 % above or below it, alternately over the grid, the same in every
+    run: a time no smooth form fits (as ljmd's own misfit, bench/results/lack_of_fit.txt, only larger)."""
+    return (0.5 + 0.01 * p["n"] * p["m"] ** 2) * (1.06 if (p["n"] // 200 + p["m"]) % 2 else 0.94)
+
+
+def test_the_lack_of_fit_against_the_repetitions_noise():
+    # the F test in log time, of the best of the forms the resamples chose (as the pipeline fits them): a
+    # smooth law with noise is no misfit (at most a false alarm in 20 at 0.001; the reported form alone,
+    # n^(2/3) log2(n)^2 m^2 where the noise chose it, gave 1 in 40), the checkerboard is, in every draw;
+    # what it says is in log units, about fractions
+    from perfsweep.modeling.fit import fit_model
+    from perfsweep.modeling.fit_input import FitOptions
+    grid = [{"n": n, "m": m} for n in VARY["n"] for m in VARY["m"]]
+    x = np.array([[g["n"], g["m"]] for g in grid], float)
+    smooth = lambda p: 0.5 + 0.01 * p["n"] * p["m"] ** 2  # noqa: E731
+    rng = np.random.default_rng(5)
+    alarms, found = 0, []
+    for _ in range(20):
+        for law, out in ((smooth, None), (checkerboard, found)):
+            times = [list(law(g) * np.exp(rng.normal(0, 0.01, 3))) for g in grid]
+            model = fit_model(x, np.array(times), ["n", "m"], options=FitOptions(bootstrap=20))
+            got = decide.lack_of_fit_of(model, times)
+            if out is None:
+                alarms += got["p"] < decide.MISFIT_P
+            else:
+                out.append(got)
+    assert alarms <= 1
+    assert all(f["p"] < decide.MISFIT_P for f in found)
+    assert 0.03 < np.median([f["misfit"] for f in found]) < 0.08  # the 6 % it strays by, less what a form takes
+    assert 0.003 < np.median([f["noise"] for f in found]) < 0.015  # 1 % per run, over 3: about 0.7 %
+    assert stats.lack_of_fit([0.1, -0.1], 2, [[1.0, 1.1]]) is None  # no degree of freedom left
+
+
+def test_a_time_no_smooth_form_fits_ends_on_its_lack_of_fit_not_on_more_repetitions(tmp_path, capsys):
+    # the repetitions narrow the medians' noise, not the misfit: no more are taken, measuring ends with
+    # the budget left and says why in one line; new points could still part the forms (none here does)
+    sweep = decide_sweep(tmp_path, {"budget": 0.4, "lead_share": 1.0})
+    study = sweep.study("s")
+    rng = np.random.default_rng(3)
+    write_records(tmp_path, study, [*study.configurations(), *study.validation], checkerboard, rng=rng, noise=0.01)
+    for _ in range(10):
+        if not decide.decide_round(sweep, tmp_path)[0]:
+            break
+        measure_what_was_added(tmp_path, sweep, checkerboard, rng)
+    s = state(tmp_path)
+    last = s["rounds"][-1]
+    assert s["ended"].startswith("lack of fit (the medians stray "), s["ended"]
+    assert s["repetitions"] == {}
+    assert last["lack_of_fit"]["p"] < decide.MISFIT_P and last["lead_share"] < 1.0
+    assert last["spent_core_hours"] < 0.4 * last["planned_core_hours"]  # budget left
+    out = capsys.readouterr().out
+    assert "study s: measuring ended: lack of fit (" in out and "form undecided (lead share" in out
+    line = plan.measuring_ended(study.decide, last["lead_share"], last["width"], True, s)
+    assert line.startswith("lack of fit (the medians stray ") and "form undecided (lead share" in line
+    assert "\n" not in line
 
 
 def test_the_leading_forms_part_where_they_are_measured_least():

@@ -57,7 +57,6 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from scipy.optimize import lsq_linear
 
 from perfsweep.modeling.lead_orders import grow_alike, lead_orders, lead_terms, order_distance, same_lead_order
 from perfsweep.modeling.model import Model, fill_statistics
@@ -116,16 +115,19 @@ def _complexity(form: tuple[Term, ...]) -> tuple[int, int, int]:
     return len(form), sum(f.j for f in factors), sum(Fraction(f.i).denominator for f in factors)
 
 
-def _design(x: np.ndarray, terms: tuple[Term, ...]) -> np.ndarray:
+def form_design(x: np.ndarray, terms: tuple[Term, ...]) -> np.ndarray:
+    """The design matrix of a form at the points ``x``: the constant's column, then each term's values."""
     return np.column_stack([np.ones(len(x))] + [t.values(x) for t in terms])
 
 
-def _fit_one(a: np.ndarray, y: np.ndarray, w: np.ndarray, positive: bool) -> np.ndarray:
+def fit_form(a: np.ndarray, y: np.ndarray, w: np.ndarray, positive: bool) -> np.ndarray:
     """Weighted least squares of one data set, term coefficients >= 0 if ``positive``."""
     sw = np.sqrt(w)
     aw, b = a * sw[:, None], y * sw
     coef = np.linalg.lstsq(aw, b, rcond=None)[0]
     if positive and a.shape[1] > 1 and np.any(coef[1:] <= 0):
+        from scipy.optimize import lsq_linear  # here: scipy.optimize takes a second to import
+
         scale = np.maximum(np.sqrt(np.sum(aw * aw, axis=0)), 1e-300)
         lower = np.r_[-np.inf, np.zeros(a.shape[1] - 1)]
         coef = lsq_linear(aw / scale, b, bounds=(lower, np.full(a.shape[1], np.inf))).x / scale
@@ -151,8 +153,8 @@ def extrapolation_errors(x: np.ndarray, ybar: np.ndarray, w: np.ndarray, form: t
     at 2.5x the largest n were +-8 %, and the models erred there by 10-17 %. Only parameters with at
     least MIN_HELD values (the fit without the largest keeps three)."""
     out: dict[str, float] = {}
-    a = _design(x, form)
-    full = a @ _fit_one(a, ybar, w, positive)
+    a = form_design(x, form)
+    full = a @ fit_form(a, ybar, w, positive)
     if np.any(full <= 0):
         return out
     for k, name in enumerate(names):
@@ -160,7 +162,7 @@ def extrapolation_errors(x: np.ndarray, ybar: np.ndarray, w: np.ndarray, form: t
         held = x[:, k] == values[-1]
         if len(values) < MIN_HELD or int((~held).sum()) <= len(form) + 1:
             continue
-        coef = _fit_one(a[~held], ybar[~held], w[~held], positive)
+        coef = fit_form(a[~held], ybar[~held], w[~held], positive)
         pred = a[held] @ coef
         if np.any(pred <= 0):
             continue
@@ -206,9 +208,9 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     scores = np.full((len(forms), len(data)), np.inf)
     coefs: list[np.ndarray] = []
     for f, form in enumerate(forms):
-        a = _design(x, form)
+        a = form_design(x, form)
         coef = np.linalg.lstsq(a * sw[:, None], (data * sw).T, rcond=None)[0]  # (K, sets)
-        coef[:, 0] = _fit_one(a, ybar, w, positive)  # the measured means: constrained where needed
+        coef[:, 0] = fit_form(a, ybar, w, positive)  # the measured means: constrained where needed
         fitted = (a @ coef).T
         rss = np.sum(w * (data - fitted) ** 2, axis=1)
         # a term is there where it changes the values by more than rounding (lsq_linear leaves 1e-23)
@@ -242,7 +244,7 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     # the lead share by the one lead-order rule: the resamples' choices with the same lead terms
     lead = lead_terms(Model(names, list(forms[pick]), np.zeros(len(forms[pick]) + 1)))
     agree = np.array([lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) == lead for c in picked])
-    a = _design(x, forms[pick])
+    a = form_design(x, forms[pick])
     chosen = Model(names, list(forms[pick]), coefs[pick][:, 0].copy(), points=x, values=ybar,
                    processes=model.processes)
     pred = chosen.predict(x)

@@ -36,14 +36,18 @@ repetitions took; the one budget unit is the core-hour, as of an adaptive design
   new point's mean (the study's median CV over sqrt(k)); taken where they lie >= PARTS apart;
 - else one more repetition at the configurations whose CV is largest, as many as fit into half of the
   budget (STEP_SHARE; at least one): less scatter, resamples that agree more, narrower intervals. Every
-  step costs a Snakemake start more, so a budget is spent in about two steps.
+  step costs a Snakemake start more, so a budget is spent in about two steps. Not where no smooth form
+  fits (lack_of_fit_of: the best of the forms the data cannot tell apart misses the medians by more
+  than their noise, p < MISFIT_P; not judged on a busy host): repetitions narrow the noise, not the
+  misfit, so a new point's standard errors count the misfit and, where no point is worth its runs,
+  measuring ends with the budget left, ``lack of fit (...)``.
 
 A step that does not fit into what is left of the budget is not taken; when none fits, measuring ends:
 ``budget spent``. A step after which no run fits is the last: the rounds then measure it with the
 whole workflow (a Snakemake start less), and the models table says the budget was spent. The state
 (``<results>/plan/<study>/decide.json``, perfsweep.sweep.plan.decide_state) holds the repetitions and points added, every decision (lead share, width, core-hours planned, spent
 and allowed) and ``ended``: ``decided``, ``budget spent, form undecided`` (or ``interval too wide``, or ``host
-busy``), or ``no model``; the models table says per study in one line how measuring ended
+busy``), ``lack of fit (...)``, or ``no model``; the models table says per study in one line how measuring ended
 (perfsweep.sweep.plan.measuring_ended).
 """
 
@@ -61,16 +65,18 @@ from perfsweep.apps.registry import BUILTIN_APPS
 from perfsweep.atomic import write_json_atomic
 from perfsweep.errors import ModelingError, UserError
 from perfsweep.layout import DECIDE_FILE, plan_file
+from perfsweep.modeling.consensus import fit_form, form_design
 from perfsweep.modeling.lead_orders import lead_terms
 from perfsweep.modeling.model import Model
 from perfsweep.modeling.pipeline import BOOTSTRAP, ROUND_BOOTSTRAP, fit_study_models, oversubscribed_rows
-from perfsweep.stats import core_seconds, cv_of, ok_times
+from perfsweep.stats import core_seconds, cv_of, lack_of_fit, ok_times
 from perfsweep.sweep.plan import decide_state, measured_repetitions, planned_repetitions, read_points, why_undecided
 from perfsweep.sweep.record import study_records
 
 PARTS = 2.0  # a new point is worth its runs where the leading forms part by this many standard errors
 STEP_SHARE = 0.5  # of the budget, one step of repetitions spends at most this (each a Snakemake start more)
 CONFIRM = 0.15  # a lead share this close to the level, or above it, is fitted again with BOOTSTRAP resamples
+MISFIT_P = 0.001  # a lack of fit this unlikely from the noise alone stops repetitions (they cannot decide the form)
 REMEASURE = 3  # a step measures a disturbed configuration again up to this many times (outvotes 2 disturbed runs)
 
 
@@ -124,14 +130,23 @@ def decide_study(sweep, study, results_dir) -> str:
         return _end(results_dir, study, state, "decided")
     times = [ok_times(records[c.config_id][k] for k in range(planned[c.config_id]))
              if c.config_id not in over else [] for c in configs]  # (oversubscribed: not fitted)
+    # where no form the data cannot tell apart fits the medians within their noise (not judged on a busy
+    # host, whose medians carry its disturbance), more repetitions only make the misfit plainer: new
+    # points alone can decide
+    fit = None if busy else lack_of_fit_of(model, times)
+    if fit is not None:
+        entry["lack_of_fit"] = fit
+    lacks = fit is not None and fit["p"] < MISFIT_P
     left = entry["budget_core_hours"] * 3600 - spent_s
+    cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
     unfitted = {c.params.get(study.processes) for c in configs if c.config_id in over}  # oversubscribed process counts
     step = _next_step(study, model, configs, times, cost, left, STEP_SHARE * entry["budget_core_hours"] * 3600, busy,
-                      unfitted)
+                      unfitted, fit["misfit"] if lacks else 0.0)
+    if step is None and lacks and left >= cheapest:
+        return _end(results_dir, study, state, lack_of_fit_said(fit), undecided)
     if step is None:
         kind = undecided.split(" (")[0]  # form undecided, interval too wide, host busy
         return _end(results_dir, study, state, f"budget spent, {kind}", undecided)
-    cheapest = min((float(np.mean(c)) for c in cost.values() if c), default=math.inf)
     step["last"] = left - 3600 * step["core_hours"] < cheapest  # no run fits after it: it ends measuring
     entry["added"] = step
     if "point" in step:
@@ -160,7 +175,10 @@ def _end(results_dir, study, state: dict, ended: str, undecided: str = "") -> st
     last = state["rounds"][-1]
     spent = (f" ({last['spent_core_hours']:.3g} of {last['budget_core_hours']:.3g} core-hours)"
              if "budget_core_hours" in last else "")
-    said = f"budget spent{spent}, {undecided}" if undecided else f"{ended}{spent}"  # (as measuring_ended says it)
+    if ended.startswith("budget spent"):  # (as measuring_ended says it)
+        said = f"budget spent{spent}, {undecided}"
+    else:
+        said = f"{ended}{spent}" + (f", {undecided}" if undecided else "")
     print(f"perfsweep: study {study.name}: measuring ended: {said}", flush=True)
     return "ended"
 
@@ -210,13 +228,17 @@ def _time_model(sweep, study, agg, bootstrap: int):
 
 
 def _next_step(study, model, configs, times, cost: dict, left: float, per_step: float,
-               disturbed: list[str] | tuple[str, ...] = (), unfitted: set | frozenset = frozenset()) -> dict | None:
+               disturbed: list[str] | tuple[str, ...] = (), unfitted: set | frozenset = frozenset(),
+               misfit: float = 0.0) -> dict | None:
     """The next runs within ``left`` core-seconds: with ``disturbed`` configurations (config ids, most
     disturbed first), up to REMEASURE more repetitions each ("why": "disturbed"), else a new point where the
     leading forms part by >= PARTS standard errors, else one more repetition at the configurations of
     the largest CV (of those with ``times``: those fitted; "why": "cv"); repetitions at as many as fit
     into ``per_step`` (at least one); None if none fits. No new point has a process count in ``unfitted``
-    (those whose runs were oversubscribed: not fitted, so they decide no form)."""
+    (those whose runs were oversubscribed: not fitted, so they decide no form). ``misfit``: the model's
+    lack of fit where it is beyond the noise (log units, stats.lack_of_fit): a new point's mean strays
+    from every smooth form by that too, so the standard errors count it, and no repetitions are taken
+    (they narrow the noise, not the misfit): None unless a point is worth its runs."""
     names = list(study.vary)
     per_run = {cid: float(np.mean(c)) for cid, c in cost.items() if c}
     if disturbed:  # before any other step: the medians they would be chosen on are a busy host's; up to
@@ -230,7 +252,7 @@ def _next_step(study, model, configs, times, cost: dict, left: float, per_step: 
              if c.params.get(study.processes) not in unfitted]  # an oversubscribed point is not fitted
     if cands and model.bootstrap:
         xc = np.array([[float(c.params[n]) for n in names] for c in cands])
-        parts = discrimination(model, xc) / (max(noise, 1e-3) / math.sqrt(study.repetitions))
+        parts = discrimination(model, xc) / math.hypot(max(noise, 1e-3) / math.sqrt(study.repetitions), misfit)
         rate = _cost_rate(model, configs, per_run, names, study.processes)
         for i in np.argsort(-parts, kind="stable"):
             if not parts[i] >= PARTS:
@@ -239,8 +261,40 @@ def _next_step(study, model, configs, times, cost: dict, left: float, per_step: 
             if need <= left:
                 return {"point": {n: cands[i].params[n] for n in names}, "id": cands[i].config_id,
                         "parts": float(parts[i]), "core_hours": need / 3600}
+    if misfit:
+        return None
     order = sorted((i for i in range(len(configs)) if times[i]), key=lambda i: -cvs[i] if np.isfinite(cvs[i]) else math.inf)
     return _repetitions([configs[i].config_id for i in order], per_run, left, per_step, "cv")
+
+
+def lack_of_fit_of(model, times: list[list[float]]) -> dict[str, float] | None:
+    """The lack of fit to the medians of the best of the forms the data cannot tell apart (the model's,
+    its alternatives' and its resamples' forms), against the medians' noise (stats.lack_of_fit; ``times``:
+    each fitted configuration's repeated times, [] for those not fitted), or None. Each form's terms are
+    fitted to the medians again by relative least squares, as the residuals are judged (in log time): the
+    model's own coefficients come out of its search, which may trade the smallest medians' few percent
+    for the largest. The best form's test says whether any smooth form fits: one form's misfit alone
+    would also flag a form that the noise chose over a fitting one."""
+    y, x = np.asarray(model.values, dtype=float), np.asarray(model.points, dtype=float)
+    if not len(y) or np.any(y <= 0):
+        return None
+    y = 1.0 / y if model.reciprocal else y  # a rate's model is 1 / f(x)
+    runs = [t for t in times if t]
+    best = None
+    for terms in dict.fromkeys(tuple(m.terms) for m in (model, *model.alternatives, *model.bootstrap)):
+        a = form_design(x, terms)
+        coef = fit_form(a, y, 1.0 / y ** 2, positive=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            got = lack_of_fit(np.log(y / (a @ coef)), len(coef), runs)
+        if got is not None and (best is None or got["p"] > best["p"]):
+            best = got
+    return best
+
+
+def lack_of_fit_said(fit: dict[str, float]) -> str:
+    """How measuring ended where only the misfit stood in the way, in a few words."""
+    return (f"lack of fit (the medians stray {100 * fit['misfit']:.1f} % from the model, their noise "
+            f"{100 * fit['noise']:.1f} %: more repetitions cannot decide the form)")
 
 
 def _repetitions(order: list[str], per_run: dict, left: float, per_step: float, why: str) -> dict | None:

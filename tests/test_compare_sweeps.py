@@ -1,7 +1,8 @@
 """``perfsweep compare A B`` (issue 36): real sweeps of the built-in ljmd (real Snakemake, real MPI ranks)
 with and without a known change, two Extra-P inputs, the statistics on synthetic models, and bad input.
 
-The sweeps are tiny (one study T(n), 5 sizes, 5 repetitions of 150 steps: tens of seconds each). Each
+The sweeps are tiny (one study T(n), 5 sizes, 5 repetitions of 150 steps: tens of seconds each; two tests
+measure more where the gate cannot resolve their change, up to 20 repetitions: ``measure_more``). Each
 "after" sweep runs at the same time as its own "before" (``perfsweep run --cores 1`` each, from its
 own directory): on this shared 2-core host the load of the other work changes by 2-3x within minutes,
 and sweeps run one after the other then differ by what the host did in between (two replicate sweeps
@@ -50,20 +51,38 @@ def sweep_pair(root: Path, name: str, together: bool = True, **change) -> tuple[
     """A "before" sweep and an "after" sweep (with the app's ``change``) run side by side (the host's
     drift the same for both), or one after the other (``together=False``: where the change loads the
     host in a way that grows with n, the side-by-side "before" grows with it); their results."""
-    procs, out = [], []
+    works = []
     for side, args in (("before", {}), ("after", change)):
         work = root / name / side
         work.mkdir(parents=True)
-        cfg = tiny_config(work / "c.yaml", work / "results", **args)
-        log = open(work / "log", "w")
-        procs.append((subprocess.Popen([str(PERFSWEEP), "run", str(cfg), "--cores", "1", "--no-report"], cwd=work,
-                                       stdout=log, stderr=subprocess.STDOUT), work))
-        out.append(work / "results")
+        tiny_config(work / "c.yaml", work / "results", **args)
+        works.append(work)
+    run_sides(works, together)
+    return works[0] / "results", works[1] / "results"
+
+
+def run_sides(works: list[Path], together: bool) -> None:
+    """``perfsweep run`` of each side's config (``--cores 1``), side by side or one after the other."""
+    procs = []
+    for work in works:
+        log = open(work / "log", "a")
+        procs.append((subprocess.Popen([str(PERFSWEEP), "run", str(work / "c.yaml"), "--cores", "1", "--no-report"],
+                                       cwd=work, stdout=log, stderr=subprocess.STDOUT), work))
         if not together:
             assert procs[-1][0].wait(timeout=1200) == 0, (work / "log").read_text()[-3000:]
     for proc, work in procs:
         assert proc.wait(timeout=1200) == 0, (work / "log").read_text()[-3000:]
-    return out[0], out[1]
+
+
+def measure_more(a: Path, b: Path, repetitions: int, together: bool = True) -> None:
+    """Both sweeps of a pair given ``repetitions`` in all, as a user does where the gate says the
+    repetitions cannot resolve a change: ``perfsweep run`` again runs only the new ones."""
+    works = [a.parent, b.parent]
+    for work in works:
+        cfg = yaml.safe_load((work / "c.yaml").read_text())
+        cfg["repetitions"] = repetitions
+        (work / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    run_sides(works, together)
 
 
 def compare(a, b, *more, cwd=None):
@@ -99,14 +118,30 @@ def test_replicate_sweeps_no_change(tmp_path):
 
 @pytest.mark.slow
 def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
+    """The force region 20 % slower: that region a regression, exit 1, no other gating region one.
+    Measured as a user does where the gate says it cannot resolve the change: the repetitions doubled
+    (to 10, then 20) while the region's minimum detectable effect is above 10 %. With 5 repetitions, on
+    a host whose single runs spread by 10-20 % (CV), the region's was 18-25 %, and the CI run of
+    9de1a5d saw it inconclusive (Holm's correction over the 10 gating tests wants about twice the
+    change's distance from the 5 % band in standard errors). The ratio may reach 1.45: slowed by sleeps
+    of 0.2x its own time, the region's medians came out 1.25-1.37x the "before" sweep's here (its own
+    compute after a sleep runs slower; the neighbour search after it about 7 % slower too), and 1.352
+    once failed the former bound of 1.35. Rows below --min-share are not asserted:
+    regions of a few ms (all/comm, 4 ms at n = 1200) differ between two sweeps by up to 50 %, which the
+    repetitions of either sweep do not show."""
     a, b = sweep_pair(tmp_path, "slow", **{"slow-region": "forces=1.2"})
     code, table = rows(a, b)
+    for repetitions in (10, 20):
+        if table["step/forces", "time"]["mde"] <= 0.1:
+            break
+        measure_more(a, b, repetitions)
+        code, table = rows(a, b)
     forces = table["step/forces", "time"]
     assert forces["verdict"] == "regression", forces
-    assert 1.1 < forces["ratio"] < 1.35 and forces["low"] > 1.0
+    assert 1.1 < forces["ratio"] < 1.45 and forces["low"] > 1.0, forces
     assert code == 1
     for key in NOT_FORCES:
-        assert table[key]["verdict"] != "regression", table[key]
+        assert not table[key]["gated"] or table[key]["verdict"] != "regression", table[key]
 
 
 @pytest.mark.slow
@@ -146,6 +181,10 @@ def test_a_two_percent_change_is_no_regression(tmp_path):
     assert code == 0
 
 
+# the rows whose class the extra n^2 pass in the force region makes worse
+GROWN = [("step/forces", "time"), ("step", "time"), ("all", "time"), ("all", "compute")]
+
+
 @pytest.mark.slow
 def test_a_faster_growing_term_is_a_worse_scaling_class(tmp_path):
     """An extra all-pairs pass (n^2 / p) in the force region: the region's or the total's scaling class
@@ -153,12 +192,21 @@ def test_a_faster_growing_term_is_a_worse_scaling_class(tmp_path):
     grows smoothly like n: the neighbour search's grows in steps (how many times the Verlet list is
     rebuilt changes with n), and a "before" sweep's neighbour region was modelled n^2 once, as the
     pass made the "after" one (class "same"). The sweeps run one after the other: side by side, the
-    "before" sweep shares the host with the pass, which grows with n."""
+    "before" sweep shares the host with the pass, which grows with n. Measured as a user does where
+    the gate calls the class uncertain: the repetitions doubled (to 10, then 20) until a row's class is
+    worse. With 5 repetitions and single runs spread by 15-20 % (CV) the "before" sweep's total was
+    modelled n^(3/2) here and n^(4/3) in the CI run of 9de1a5d, and the class stayed uncertain in both;
+    here it took 20 repetitions (the force region worse, n^(3/4) log -> n^(3/2) log)."""
     a, b = sweep_pair(tmp_path, "pairs", together=False, **{"all-pairs": "forces"})
     code, table = rows(a, b)
+    for repetitions in (10, 20):
+        grown = [k for k in GROWN if table[k]["scaling"] == "worse"]
+        if grown:
+            break
+        measure_more(a, b, repetitions, together=False)
+        code, table = rows(a, b)
     assert code == 1
-    grown = [k for k in [("step/forces", "time"), ("step", "time"), ("all", "time"), ("all", "compute")]
-             if table[k]["scaling"] == "worse"]
+    grown = [k for k in GROWN if table[k]["scaling"] == "worse"]
     assert grown, {k: (r["scaling"], r["orders_a"], r["orders_b"]) for k, r in table.items()}
     for k in grown:  # B's lead order in n grows faster
         assert table[k]["orders_a"] != table[k]["orders_b"]

@@ -116,25 +116,28 @@ def test_a_tree_without_variants_or_an_unknown_variant_is_one_line(tmp_path):
 def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(tmp_path):
     """One sweep measures before (steps: 150) and after (180) together; whatever the host does, the
     whole run's paired ratio is a regression, exit 1; the records name their variant; the plan shows the
-    doubled cost; a replicate variant pair in the same sweep (before and a copy of it) is no regression."""
+    doubled cost; a replicate variant pair in the same sweep (before and a copy of it) is no regression.
+    Where the pairs cannot resolve 10 % (the whole run's mde), the repetitions are doubled once, as a user
+    does on reading the gate's `needed`: a run of this test beside another sweep on this 2-core host saw
+    ratio 1.141 [1.053, 1.236], mde 14.6 %, inconclusive with 7."""
     cfg = config(variants={"before": {}, "after": {"args": {"steps": 180}}, "copy": {}}, results=str(tmp_path / "r"),
                  repetitions=7)
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     plan = subprocess.run([str(PERFSWEEP), "plan", str(tmp_path / "c.yaml")], capture_output=True, text=True, cwd=tmp_path)
     assert plan.returncode == 0 and "paired measurement: variants before, after, copy" in plan.stdout, plan.stdout
-    run = subprocess.run([str(PERFSWEEP), "run", str(tmp_path / "c.yaml"), "--cores", "2", "--no-report"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=1500)
-    assert run.returncode == 0, run.stderr[-3000:]
+    measure(tmp_path)
     record = json.loads((tmp_path / "r" / "runs" / "T_n@after" / "n=800" / "rep2.json").read_text())
     assert record["variant"] == "after" and record["order"]["round"] == 2
     mate = json.loads((tmp_path / "r" / "runs" / "T_n@before" / "n=800" / "rep2.json").read_text())
     copy = json.loads((tmp_path / "r" / "runs" / "T_n@copy" / "n=800" / "rep2.json").read_text())
     places = sorted(r["order"]["position"] for r in (record, mate, copy))
     assert places == list(range(places[0], places[0] + 3))  # back to back
-    proc = subprocess.run([str(PERFSWEEP), "compare", str(tmp_path / "r"), "--format", "json"], capture_output=True,
-                          text=True)
-    data = json.loads(proc.stdout)
-    whole = next(r for r in data["rows"] if (r["region"], r["metric"]) == ("all", "time"))
+    proc, data, whole = paired_whole(tmp_path / "r")
+    if not (whole["mde"] or math.inf) <= 0.1:  # (null: no mde)
+        cfg["repetitions"] = 14
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+        measure(tmp_path)
+        proc, data, whole = paired_whole(tmp_path / "r")
     shown = {k: whole[k] for k in ("verdict", "ratio", "low", "high", "mde", "df", "notes")}
     assert data["paired"] and whole["verdict"] == "regression" and 1.1 < whole["ratio"] < 1.3, shown
     assert proc.returncode == 1
@@ -143,6 +146,20 @@ def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(tmp_path):
                           capture_output=True, text=True)
     assert same.returncode == 0, same.stdout
     assert "paired measurement" in same.stdout and "setting differs" not in same.stdout
+
+
+def measure(work: Path) -> None:
+    run = subprocess.run([str(PERFSWEEP), "run", str(work / "c.yaml"), "--cores", "2", "--no-report"],
+                         capture_output=True, text=True, cwd=work, timeout=1500)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+def paired_whole(results: Path):
+    """``perfsweep compare`` of a paired measurement: the process, its JSON, and its whole-run row."""
+    proc = subprocess.run([str(PERFSWEEP), "compare", str(results), "--format", "json"], capture_output=True,
+                          text=True)
+    data = json.loads(proc.stdout)
+    return proc, data, next(r for r in data["rows"] if (r["region"], r["metric"]) == ("all", "time"))
 
 
 def _entry(x, rounds):

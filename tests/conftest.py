@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# the shared sweeps (tests/sweeps/): each a session-scoped fixture, run once by the first test that asks
+pytest_plugins = sorted(f"sweeps.{p.stem}" for p in (Path(__file__).parent / "sweeps").glob("[!_]*.py"))
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 

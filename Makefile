@@ -22,6 +22,7 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
+# test-fast: every test that needs no real sweep, MPI run or cluster (tests/README.md)
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not slurm"
 

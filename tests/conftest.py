@@ -2,6 +2,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,21 @@ def run_paper_target(target, tmp_path, **paper):
 def workdir(tmp_path):
     """A scratch directory to run Snakemake in (its .snakemake/ state stays there)."""
     return tmp_path
+
+
+_SESSION_START: dict = {}
+
+
+def pytest_sessionstart(session):
+    _SESSION_START.update(time=time.monotonic(), load=os.getloadavg())
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The tests' time and the host's load apart (a slow run on a busy host says so): the load average
+    over 1, 5 and 15 minutes when the session started and now."""
+    if not _SESSION_START:
+        return
+    fmt = lambda load: " ".join(f"{x:.2f}" for x in load)  # noqa: E731
+    terminalreporter.write_line(f"tests took {time.monotonic() - _SESSION_START['time']:.0f} s; load average "
+                                f"{fmt(_SESSION_START['load'])} at the start, {fmt(os.getloadavg())} at the end "
+                                f"({os.cpu_count()} cores)")

@@ -3,7 +3,7 @@ form? Calibrated on synthetic replicate sweeps, reported on the committed real o
 
     .venv/bin/python bench/averaging.py > bench/results/averaging.txt
 
-The reported model is one form; the three quiet sweeps of bench/results/replicates_f301cd1/quiet reported three
+The reported model is one form; the three quiet sweeps of bench/results/replicates/f301cd1-quiet reported three
 forms of T(n, m) whose predictions lie up to 16 % apart at the held-back points. Model averaging
 (Burnham and Anderson 2002, ch. 4) predicts with every form the measured data cannot tell apart (the
 model's ``alternatives`` in models.json, each fitted to the measured means, with its criterion above the
@@ -21,7 +21,7 @@ form alone. Nothing in the pipeline changes: this bench only asks what such a pr
   ERROR_SLACK above the reported form's, the one with the fewest points more than 10 % apart (ties: the
   smaller median error, then the lower temperature).
 - *Reported* (did not choose it): the committed replicate sweeps of the default config,
-  bench/results/replicates_f301cd1/quiet and busy (their models.json and held-back aggregates as
+  bench/results/replicates/f301cd1-quiet and -busy (their models.json and held-back aggregates as
   bench/replicates.py kept them), at temperature 0 (the reported form: bench/replicates.py's figures)
   and at the chosen temperature: per study-sweep the median error at the held-back points, per study
   how far the three sweeps' predictions lie apart, and the quiet targets of issue 44 (within 10 % at
@@ -62,7 +62,7 @@ from test_model_stability import aggregate, ljmd_like, main_model, sweep  # noqa
 TEMPERATURES = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 8.0)
 TRIPLES = 40
 ERROR_SLACK = 0.005  # a temperature may raise the median error by at most half a percentage point
-EVIDENCE = {"quiet": HERE / "results" / "replicates_f301cd1" / "quiet", "busy": HERE / "results" / "replicates_f301cd1" / "busy"}
+EVIDENCE = {"quiet": HERE / "results" / "replicates" / "f301cd1-quiet", "busy": HERE / "results" / "replicates" / "f301cd1-busy"}
 
 
 def averaged(model, x: np.ndarray, temperature: float) -> np.ndarray:

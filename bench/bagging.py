@@ -9,11 +9,12 @@ after the sweep): per study and set how far the three sweeps' predictions lie ap
 smallest, minus 1) for the formula (Model.predict) and for the prediction averaged over the resamples'
 forms (Model.expected, the geometric mean of the resampled models' predictions: bagging, Breiman 1996),
 their errors, and how often the 90 % interval (centred on the averaged prediction) covered. The sets are
-sweeps measured before this change (replicates_f301cd1: commit f301cd1; replicates_0aeb32f:
-commit 0aeb32f; replicates_c00a469: commit c00a469); they chose the method and the number of
-resamples, and how the interval's terms are joined where the host was quiet at every point of a
-model (Model.quiet: the largest of them, else added; both are printed), so they do not report its
-accuracy: fresh sweeps do (bench/replicates.py). No sweep is made here (about a minute per set at 160
+sweeps measured before this change (bench/results/replicates/<commit>-quiet and -busy of commits
+f301cd1, 0aeb32f and c00a469; bagging.txt names them as their trees were named then,
+replicates_<commit>/quiet); they chose the method and the number of resamples, and how the
+interval's terms are joined where the host was quiet at every point of a model (Model.quiet: the
+largest of them, else added; both are printed), so they do not report its accuracy: fresh sweeps do
+(bench/replicates.py). No sweep is made here (about a minute per set at 160
 resamples).
 """
 
@@ -37,8 +38,8 @@ import replicates as R  # noqa: E402 (the bench folder is not a package)
 from perfsweep.modeling.model import Model  # noqa: E402
 from perfsweep.modeling.pipeline import fit_study_models  # noqa: E402
 
-SETS = ("replicates_f301cd1/quiet", "replicates_0aeb32f/quiet", "replicates_c00a469/quiet",
-        "replicates_f301cd1/busy", "replicates_0aeb32f/busy", "replicates_c00a469/busy")
+SETS = ("replicates/f301cd1-quiet", "replicates/0aeb32f-quiet", "replicates/c00a469-quiet",
+        "replicates/f301cd1-busy", "replicates/0aeb32f-busy", "replicates/c00a469-busy")
 
 
 def refit(sweep: Path, name: str, study: dict, resamples: int) -> tuple[Model, pd.DataFrame]:

@@ -22,7 +22,9 @@ region, with the force region's row a regression). Printed per case: false alarm
 share of the replicates' gating rows called "no significant change", and the median minimum detectable
 effect of the row that carries the change (all/time; for the region step/forces/time), with the
 detection rate among the comparisons whose mde is below the injected change. The sweeps' aggregates,
-every comparison's rows (``comparisons.json``) and this output go to ``--out`` (bench/results/compare_power).
+every comparison's rows (``comparisons.json``) and this output go to ``--out`` (by default
+bench/results/compare_power/<commit>-quiet, bench/results/README.md's naming: on a host other work loads, give
+``--out bench/results/compare_power/<commit>-busy``).
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ def summary(records: list[dict]) -> list[str]:
 
 def keep(out: Path, root: Path, records: list[dict], lines: list[str]) -> None:
     """The aggregates of every sweep, every comparison and the summary, for the repository."""
+    out.mkdir(parents=True, exist_ok=True)  # the default, <commit>-quiet, is new for each commit
     for agg in sorted(root.glob("*/results/tables/*/aggregate.csv")):  # gzipped: pandas.read_csv reads them so
         target = out / "aggregates" / agg.parents[3].name / agg.parent.name / (agg.name + ".gz")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -172,10 +175,12 @@ def main() -> int:
     ap.add_argument("--sweeps", type=int, default=len(SEQUENCE), help="ordinary sweeps in a row (default %(default)s)")
     ap.add_argument("--keep", metavar="DIR", help="run the sweeps here and keep them (default: a temporary directory)")
     ap.add_argument("--reuse", metavar="DIR", help="judge the sweeps kept in DIR (complete ones are not run again)")
-    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "compare_power"),
-                    help="where the aggregates, comparisons.json and summary.txt go (default %(default)s)")
+    ap.add_argument("--out", help="where the aggregates, comparisons.json and summary.txt go (default "
+                    "bench/results/compare_power/<commit>-quiet)")
     args = ap.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    if args.out is None:
+        args.out = str(REPO / "bench" / "results" / "compare_power" / f"{commit or 'unknown'}-quiet")
     print(f"compare_power at commit {commit or 'unknown'}, {time.strftime('%Y-%m-%d %H:%M')}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}", flush=True)
     start = time.perf_counter()

@@ -9,8 +9,8 @@ per grid configuration and k runs at s = 24, fitted as perfsweep fits them (fit_
 5 and 7. It prints, per k, how often the worse of the two s = 24 points misses by more than 10 % and
 15 %. The rate is the steps / loop time, as ljrate prints it, so it is drawn with the time.
 
-    .venv/bin/python bench/compiled_app_draws.py --out bench/results/compiled_app_draws
-    .venv/bin/python bench/compiled_app_draws.py --from bench/results/compiled_app_draws   # draws only
+    .venv/bin/python bench/compiled_app_draws.py --out bench/results/compiled_app_draws/104970c-quiet
+    .venv/bin/python bench/compiled_app_draws.py --from bench/results/compiled_app_draws/104970c-quiet   # draws only
 """
 
 from __future__ import annotations

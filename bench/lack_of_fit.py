@@ -9,7 +9,7 @@ within the repetitions' noise, however often it is measured. Last, the lack-of-f
 measuring until decided stops taking repetitions (perfsweep.steps.decide.lack_of_fit_of), on each sweep's final
 model of every study.
 
-    .venv/bin/python bench/lack_of_fit.py bench/results/replicates_quiet bench/results/replicates_busy
+    .venv/bin/python bench/lack_of_fit.py bench/results/replicates/faf914e-quiet bench/results/replicates/15dbcfd-busy
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Do the models hold when the sweep is measured again, on a quiet or a busy host? Replicate ``make run``s
 of one commit, each judged at points beyond its grid that its config does not name.
 
-    .venv/bin/python bench/replicates.py --runs 3 --out bench/results/replicates_quiet
-    .venv/bin/python bench/replicates.py --runs 3 --busy --out bench/results/replicates_busy \
-        --against bench/results/replicates_quiet
-    .venv/bin/python bench/replicates.py --from bench/results/replicates_quiet   # judge committed sweeps again
+    .venv/bin/python bench/replicates.py --runs 3 --out bench/results/replicates/faf914e-quiet
+    .venv/bin/python bench/replicates.py --runs 3 --busy --out bench/results/replicates/15dbcfd-busy \
+        --against bench/results/replicates/faf914e-quiet
+    .venv/bin/python bench/replicates.py --from bench/results/replicates/faf914e-quiet   # judge committed sweeps again
 
 A sweep is ``make run`` in a fresh clone of this repository's committed HEAD (venv set-up included, the
 default config/config.yaml, its decide: budget), timed. Right after it, in the same clone and with its

@@ -8,7 +8,7 @@ stage fits it (fit_study_models, the design kinds of config/config.yaml), and ju
 runs (replicates.held_back). Nothing is measured: the sweeps' runs are the same for both rules (in a
 sweep made with the rule, measuring until decided would have chosen other steps).
 
-    .venv/bin/python bench/simplest_within.py bench/results/replicates_1fbe2f1/quiet ...   # dirs of sweeps
+    .venv/bin/python bench/simplest_within.py bench/results/replicates/1fbe2f1-quiet ...   # dirs of sweeps
 """
 
 from __future__ import annotations

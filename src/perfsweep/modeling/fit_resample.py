@@ -13,11 +13,11 @@ The two are told apart where the records say what the host did (FitOptions.drift
 perfsweep.modeling.pipeline.drift_points). A quiet host's configurations are measured in rounds, their
 repetitions at different times, so their repetitions show its drift, and the scatter beyond is the
 form's: a sweep measured again has it too. In three default sweeps one after another on an idle
-2-core machine (bench/results/replicates_f301cd1/quiet/output_again.txt) the medians of the same
+2-core machine (bench/results/replicates/f301cd1-quiet/output_again.txt) the medians of the same
 configurations lay apart between the sweeps by 0.9-1.3 % (per study), about as much as their
-repetitions say (standard error 1.0-1.2 %; in the three of 0aeb32f, bench/results/replicates_0aeb32f/quiet,
+repetitions say (standard error 1.0-1.2 %; in the three of 0aeb32f, bench/results/replicates/0aeb32f-quiet,
 1.2-1.7 % against 0.7-1.0 %), while the models left 1.2-4.2 % around them; on a busy host the
-disturbed configurations' medians by 4.0-5.4 % against 2.2-2.4 % (replicates_f301cd1/busy, T(n, p) and
+disturbed configurations' medians by 4.0-5.4 % against 2.2-2.4 % (replicates/f301cd1-busy, T(n, p) and
 T(frames, p)). Moving the quiet points by the form's scatter asked of the resamples what no new
 measurement would change: lead shares of 0.03-0.70 in 10 of the 12 quiet study-sweeps, and measuring
 until decided spent its whole budget without raising them. So where some points are known quiet:

@@ -93,11 +93,11 @@ class Model:
         within the noise, beyond it the forms that fit alike and part (n^(2/3) log2(n)^2 m^2 and
         n m^(9/4), 19 % apart at 2.4x the grid) count by how often the resamples chose them, where the
         formula is the one of them that this sweep's means chose. On the committed replicate sweeps
-        fitted again (bench/bagging.py: bench/results/replicates_f301cd1/quiet and
-        replicates_0aeb32f/quiet, three quiet sweeps each, 160 resamples per model) the three sweeps'
+        fitted again (bench/bagging.py: bench/results/replicates/f301cd1-quiet and
+        replicates/0aeb32f-quiet, three quiet sweeps each, 160 resamples per model) the three sweeps'
         predictions at the held-back points 1.4-2.4x beyond the grid lay within 10 % of each other at 17
         of 18 points in each set (the formulas': 13 and 11; with 40 resamples 16 of 18) and within 15 %
-        at all; in three fresh sweeps of c00a469 (bench/results/replicates_c00a469/quiet) at all 18, at
+        at all; in three fresh sweeps of c00a469 (bench/results/replicates/c00a469-quiet) at all 18, at
         most 5.7 % apart. The intervals are centred on it (Model.interval); perfsweep predict and
         recommend, the validation points and predictions.csv report it."""
         return _averaged(np.array([b.predict(x) for b in self.bootstrap])) if self.bootstrap else self.predict(x)

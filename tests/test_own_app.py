@@ -2,46 +2,19 @@
 and `perfsweep validate --sample-output` on a matching and a mismatching output."""
 
 import json
-import os
 import re
-import stat
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
-from conftest import BIN, REPO
-
-APP = REPO / "tests" / "apps" / "loop_time_app.py"
-
-
-OWN_APP_DOC = REPO / "docs" / "how-to" / "own-app.md"
-
-
-def readme_block(kind: str, first_line: str) -> str:
-    """docs/how-to/own-app.md's fenced ``kind`` block that starts with ``first_line``."""
-    for block in re.findall(rf"```{kind}\n(.*?)```", OWN_APP_DOC.read_text(), re.S):
-        if block.startswith(first_line):
-            return block
-    raise AssertionError(f"{OWN_APP_DOC.name} has no ```{kind} block starting with {first_line!r}")
+from conftest import REPO
+from sweeps.own_app import LOOP_APP as APP, user_perfsweep as perfsweep, write_user_dir
 
 
 @pytest.fixture
 def user_dir(tmp_path):
     """A user's directory: ./my_app (the stand-in), my_app.yaml and sample.txt from docs/how-to/own-app.md."""
-    app = tmp_path / "my_app"
-    app.write_text(f"#!/bin/sh\nexec {sys.executable} {APP} \"$@\"\n")
-    app.chmod(app.stat().st_mode | stat.S_IXUSR)
-    (tmp_path / "my_app.yaml").write_text(readme_block("yaml", "# my_app.yaml"))
-    (tmp_path / "sample.txt").write_text(readme_block("text", "Step 200"))
-    return tmp_path
-
-
-def perfsweep(*args, cwd):
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")  # the MPI of the stand-in app
-    return subprocess.run([str(BIN / "perfsweep"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=900)
+    return write_user_dir(tmp_path)
 
 
 def test_sample_output_match_and_mismatch(user_dir):
@@ -69,10 +42,10 @@ def test_sample_output_of_a_builtin_app_is_refused(tmp_path):
 
 
 @pytest.mark.slow
-def test_readme_own_app_example_runs_as_written(user_dir):
-    run = perfsweep("run", "my_app.yaml", cwd=user_dir)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    results = user_dir / "results"
+def test_readme_own_app_example_runs_as_written(own_app_doc_sweep):
+    """The shared sweep of the doc's my_app.yaml, run as written (tests/sweeps/own_app.py: its exit code 0
+    is asserted there)."""
+    results = own_app_doc_sweep.results
     records = [json.loads(f.read_text()) for f in (results / "runs" / "atoms_p").glob("*/rep*.json")]
     assert len(records) == 5 * 3 * 3 and all(r["status"] == "ok" for r in records)
     for r in records:  # the time is the app's own loop time, read from its output, not the launch's wall time
@@ -84,19 +57,12 @@ def test_readme_own_app_example_runs_as_written(user_dir):
     assert (results / "report.html").stat().st_size > 0
 
 
-def test_four_parameter_sparse_study_of_an_own_app_gets_its_figures(tmp_path):
-    """A study varying four parameters: the run-time model's figure shows three and holds the fourth
-    at its middle measured value (the figures stage failed on such studies until 2026-11-25)."""
-    (tmp_path / "app.py").write_text("import sys\nv = [float(a) for a in sys.argv[1:]]\n"
-                                     "print(f'time: {0.01 + 0.001 * v[0] * v[1] * v[2] * v[3]}')\n")
-    cfg = {"app": {"command": f"{sys.executable} app.py {{a}} {{b}} {{c}} {{d}}", "time_pattern": "time: ([0-9.e-]+)"},
-           "parameters": {"a": 1, "b": 1, "c": 1, "d": 1}, "repetitions": 2, "results": "results",
-           "studies": {"abcd": {"vary": {"a": [1, 2, 4], "b": [1, 2, 4], "c": [1, 2, 4], "d": [1, 2, 4]},
-                                "design": {"kind": "sparse", "extra": 2}}}}
-    (tmp_path / "four.yaml").write_text(json.dumps(cfg))
-    run = perfsweep("run", "four.yaml", "--no-report", cwd=tmp_path)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    figures = tmp_path / "results" / "figures" / "abcd"
+@pytest.mark.slow
+def test_four_parameter_sparse_study_of_an_own_app_gets_its_figures(own_apps_bundled):
+    """A study varying four parameters (study abcd of the shared bundled own-app sweep,
+    tests/sweeps/own_app.py): the run-time model's figure shows three and holds the fourth at its middle
+    measured value (the figures stage failed on such studies until 2026-11-25)."""
+    figures = own_apps_bundled.results / "figures" / "abcd"
     shown = pd.read_csv(figures / "model.csv")
     assert list(shown.columns) == ["a", "b", "c", "model_time"]
     # the model (exact data: 0.01 + 0.001 a b c d) drawn at d = 2, the middle measured value

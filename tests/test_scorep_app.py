@@ -7,29 +7,21 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from conftest import REPO, snakemake
+from conftest import REPO
 from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.modeling import Model
 from perfsweep.sweep.run import execute
 from perfsweep.sweep.spec import RunSpec
+from sweeps.own_app import TEMPLATE, scorep_config
 
-STANDIN = REPO / "tests" / "apps" / "scorep_standin.py"
-TEMPLATE = REPO / "tests" / "data" / "extrap" / "cubeset" / "single_parameter" / "mm.x1y1z1.r1" / "profile.cubex"
 CALLPATHS = {"main", "main->init_mat", "main->zero_mat", "main->mat_mul"}
 
 
 def config(tmp_path, **app):
-    return {
-        "app": {"command": f"{sys.executable} {STANDIN} --n {{n}} --template {TEMPLATE}",
-                "profile": "scorep/{study}/{config_id}/rep{repetition}", **app},
-        "parameters": {"n": 4},
-        "studies": {"mm": {"vary": {"n": [4, 8, 16, 32, 64, 128]}}},
-        "repetitions": 2,
-        "results": str(tmp_path / "results"),
-    }
+    """The Score-P stand-in's study mm, as the shared sweep own_apps_bundled runs it (tests/sweeps/own_app.py)."""
+    return {**scorep_config(**app), "results": str(tmp_path / "results")}
 
 
 def test_a_run_records_every_call_path_and_metric(tmp_path, monkeypatch):
@@ -114,10 +106,10 @@ def test_profile_is_for_external_apps(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_models_every_call_path(tmp_path):
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(config(tmp_path), sort_keys=False))
-    snakemake("--cores", "2", "--configfile", tmp_path / "c.yaml", cwd=tmp_path)
-    results = tmp_path / "results"
+def test_sweep_models_every_call_path(own_apps_bundled):
+    """Study mm of the shared sweep own_apps_bundled (tests/sweeps/own_app.py; its repetitions bundled,
+    which leaves the records as without bundles): the whole pipeline from the runs to the models."""
+    results = own_apps_bundled.results
     runs = sorted((results / "runs" / "mm").glob("*/rep*.json"))
     assert len(runs) == 12
     assert all(json.loads(p.read_text())["status"] == "ok" for p in runs)
@@ -163,15 +155,16 @@ def test_ranks_and_threads_of_a_profile():
     assert regions[0]["main->omp parallel"]["visits"] == sum(values["main->omp parallel", "visits"][:2])
 
 
-def test_bundled_repetitions_write_a_profile_each(tmp_path):
+@pytest.mark.slow
+def test_bundled_repetitions_write_a_profile_each(own_apps_bundled):
     """With bundle: repetitions the k runs of a configuration share one job; each keeps its own
-    profile (until 2026-11-26 every repetition of a bundle was given repetition 0's)."""
-    cfg = {**config(tmp_path), "bundle": "repetitions", "studies": {"mm": {"vary": {"n": [4, 8, 16]}}}}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    snakemake("--cores", "2", "--configfile", tmp_path / "c.yaml", cwd=tmp_path, check=False)
-    for n in (4, 8, 16):
+    profile (until 2026-11-26 every repetition of a bundle was given repetition 0's). Study mm of the
+    shared sweep own_apps_bundled (tests/sweeps/own_app.py), which runs with bundle: repetitions."""
+    assert own_apps_bundled.config["bundle"] == "repetitions"
+    for n in (4, 8, 16, 32, 64, 128):
+        runs = own_apps_bundled.results / "runs" / "mm" / f"n={n}"
         for k in range(2):
-            rec = json.loads((tmp_path / "results" / "runs" / "mm" / f"n={n}" / f"rep{k}.json").read_text())
+            rec = json.loads((runs / f"rep{k}.json").read_text())
             assert rec["status"] == "ok", rec["error"]
             assert rec["profile"] == f"scorep/mm/n={n}/rep{k}/profile.cubex"
-            assert (tmp_path / rec["profile"]).is_file()
+            assert (own_apps_bundled.work / rec["profile"]).is_file()

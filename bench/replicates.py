@@ -48,7 +48,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -62,7 +61,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from modeler_real_data import MODEL_CODE, write_text  # noqa: E402 (the bench folder is not a package)
+from busy import Load  # noqa: E402 (the bench folder is not a package)
+from modeler_real_data import MODEL_CODE, write_text  # noqa: E402
 
 from perfsweep.modeling import validation  # noqa: E402
 from perfsweep.modeling.lead_orders import same_lead_order  # noqa: E402
@@ -81,20 +81,6 @@ HELD_BACK = {
 }
 HELD_BACK_REPETITIONS = 3
 LINE = "__"  # a held-back study's name: <study>__<k>
-
-
-class Load:
-    """One core busy half of every second: a child that spins 0.5 s, then sleeps 0.5 s, until stopped."""
-
-    CODE = "import time\nwhile True:\n    t = time.perf_counter() + 0.5\n    while time.perf_counter() < t: pass\n    time.sleep(0.5)\n"
-
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", self.CODE], start_new_session=True)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
 
 
 def held_back_config(config: dict) -> dict:

@@ -5,6 +5,7 @@ cores a run needed); with the real Snakemake, a busy loop on one of the cores sh
 tables and flags."""
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -151,11 +152,32 @@ def test_a_configurations_statistics_come_from_its_undisturbed_runs_where_it_has
     assert not tables.undisturbed_where_any(runs.assign(study="s"), 0.1).all()
 
 
+def test_the_others_share_is_what_the_cores_did_beyond_the_run(monkeypatch):
+    """others_busy_share from the cores' busy jiffies (/proc/stat's counts, given here) less the run's own
+    CPU time: a quiet host's cores busy with the run alone give (about) 0, a busy loop on one of the
+    two cores besides adds half their capacity. (The real-load sweep below asserts what a loop does on
+    this host; a quiet host to compare it with is what a shared host cannot promise, so the comparison
+    is made on known counts.)"""
+    from perfsweep.sweep import host
+
+    tick = os.sysconf("SC_CLK_TCK")
+    monkeypatch.setattr(host, "watched_cores", lambda: [0, 1])
+    shares = {}
+    for name, others in (("quiet", 0.0), ("loop", 1.0)):  # the others' busy core-seconds over 1 s of wall
+        counts = iter([10_000, 10_000 + round((0.9 + others) * tick)])  # the run's 0.9 s, the others'
+        monkeypatch.setattr(host, "busy_jiffies", lambda cores, counts=counts: next(counts))
+        watch = host.HostWatch.start()
+        shares[name] = watch.finish(1.0, 1, ranks_cpu=0.9)["others_busy_share"]
+    assert shares["quiet"] == 0.0  # the run's own time is not the others' (at least 0)
+    assert shares["loop"] == pytest.approx(0.5, abs=0.02)  # less the test's own CPU time since start()
+    assert shares["loop"] >= shares["quiet"] + 0.15
+
+
 # ---- the real Snakemake with a real load
 
 
 def sweep(tmp_path, disturbed=0.25):
-    """A small study of a single-process app that computes for 0.8 s; returns its records' host_load
+    """A small study of a single-process app that computes for 0.7-0.9 s; returns its records' host_load
     and its aggregate table."""
     tmp_path.mkdir()
     app = tmp_path / "busy.py"
@@ -177,7 +199,14 @@ def sweep(tmp_path, disturbed=0.25):
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
+    """A sweep of its own (its shape is the test: a busy loop on a core for the whole sweep). It asserts
+    only what the host's other work cannot flip: that work can only add to the others' share, so the
+    loop's core (half of two) keeps each run's share above 0.35; the flags follow the records by
+    tables.disturbed_runs' rule, whatever the shares were. It measures once and never more. (Until the
+    suite's shared sweeps it also ran a quiet sweep and compared, skipping that comparison where the
+    host was busy without the loop; the comparison is test_the_others_share_is_what_the_cores_did_beyond_the_run.)"""
     loop = subprocess.Popen([sys.executable, "-c", BUSY, "600"])  # keeps one core busy until stopped
     try:
         time.sleep(0.5)
@@ -185,11 +214,10 @@ def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
     finally:
         loop.kill()
         loop.wait()
-    quiet, _ = sweep(tmp_path / "quiet")
     share = sorted(h["others_busy_share"] for h in loaded)[1]  # the median of three
     # one of the two cores busy with the loop: about half their capacity (more with the host's own work)
     assert share >= 0.35, loaded
-    assert all(h["cpu_time"] > 0.1 and h["processes"] == 1 and h["cores"] >= 1 for h in loaded + quiet)
+    assert all(h["cpu_time"] > 0.1 and h["processes"] == 1 and h["cores"] >= 1 for h in loaded)
     assert {"others_busy_share", "cpu_wall_ratio", "n_disturbed"} <= set(agg.columns)
     time_rows = agg[(agg["region"] == "all") & (agg["metric"] == "time")]
     assert (time_rows["others_busy_share"] >= 0.25).sum() >= 2
@@ -197,11 +225,6 @@ def test_a_busy_loop_on_one_core_shows_in_the_records(tmp_path):
     # the other one, so it is disturbed only where the others kept more than 1.25 of the 2 cores busy
     rule = sum(h["others_busy_share"] * h["cores"] - max(h["cores"] - 1, 0) > 0.25 for h in loaded)
     assert time_rows["n_disturbed"].sum() == rule, loaded
-    quiet_share = sorted(h["others_busy_share"] for h in quiet)[1]
-    if quiet_share >= 0.5:  # the host's own work kept the cores busy even without the loop
-        pytest.skip(f"the host was busy without the loop too (others' share {quiet_share:.2f}): "
-                    f"the loaded runs' {share:.2f} is checked only against its absolute bound")
-    assert share >= quiet_share + 0.15, (loaded, quiet)
 
 
 def test_the_ranks_own_cpu_time_stands_in_where_they_are_not_the_runners_children():

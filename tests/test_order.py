@@ -2,10 +2,8 @@
 order, recorded in the records; with the real Snakemake, the same seed runs the same order."""
 
 import json
-import sys
 
 import pytest
-import yaml
 
 from conftest import snakemake
 from perfsweep import layout, tables
@@ -91,49 +89,36 @@ def test_records_without_order_or_host_load_are_still_read(tmp_path):
 
 # ---- the real Snakemake
 
-APP = "import time; time.sleep(0.05); print('ok')"
-NS = (1, 2, 3, 4, 5, 6)
-
-
-def sweep_order(tmp_path, seed):
-    """Run a small study (6 configurations x 2 repetitions) with ``seed``; returns the runs as the
-    records say they ran: [(repetition, config id, order entry)] by start time."""
-    cfg = {
-        "app": {"command": f"{{launcher}} {sys.executable} -c \"{APP}\" {{n}}"},
-        "parameters": {"n": 1},
-        "studies": {"s": {"vary": {"n": list(NS)}}},
-        "repetitions": 2,
-        "seed": seed,
-        "results": str(tmp_path / "results"),
-    }
-    tmp_path.mkdir()
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    records = [tmp_path / "results" / "runs" / "s" / f"n={n}" / f"rep{k}.json" for n in NS for k in range(2)]
-    snakemake(*records, "--cores", "2", "--configfile", path, cwd=tmp_path)
-    recs = sorted((json.loads(p.read_text()) for p in records), key=lambda r: r["started_at"])
-    assert all(r["status"] == "ok" for r in recs)
-    return [(r["repetition"], r["config_id"], r["order"]) for r in recs]
-
 
 @pytest.mark.slow
-def test_a_local_sweep_runs_and_records_the_seeds_order(tmp_path):
-    first = sweep_order(tmp_path / "a", 1)
-    again = sweep_order(tmp_path / "b", 1)
-    other = sweep_order(tmp_path / "c", 2)
-    for ran in (first, again, other):
-        assert [k for k, _, _ in ran] == [0] * 6 + [1] * 6  # the rounds are kept
-        assert [o["round"] for _, _, o in ran] == [0] * 6 + [1] * 6
-        assert [o["position"] for _, _, o in ran] == list(range(6)) * 2  # ran in its recorded order
-        assert {o["of"] for _, _, o in ran} == {6}
-    assert [o["seed"] for _, _, o in first] == [1] * 12 and [o["seed"] for _, _, o in other] == [2] * 12
-    assert [c for _, c, _ in first] == [c for _, c, _ in again]  # the same seed: the same order
-    assert [c for _, c, _ in first] != [c for _, c, _ in other]  # another seed: another
-    assert [c for _, c, _ in first][:6] != [f"n={n}" for n in NS]  # not grid order
-    # another seed orders only the runs still to be measured: it measures nothing again
-    cfg = yaml.safe_load((tmp_path / "a" / "c.yaml").read_text())
-    (tmp_path / "a" / "c.yaml").write_text(yaml.safe_dump({**cfg, "seed": 9}, sort_keys=False))
-    dry = snakemake("runs", "-n", "--cores", "2", "--configfile", tmp_path / "a" / "c.yaml", cwd=tmp_path / "a")
+def test_a_local_sweep_runs_and_records_the_seeds_order(own_app_doc_sweep, tmp_path):
+    """The shared sweep of docs/how-to/own-app.md's example (tests/sweeps/own_app.py: 15 configurations x
+    3 repetitions, default seed 1, every run holding every core, so they start one by one). The records
+    say the runs ran round by round, each round in its recorded order, and that order is the one
+    run_order draws from seed 1 for these runs: the same seed gives the same order in any sweep of them
+    (run_order depends on nothing else, test_the_same_seed_gives_the_same_order_and_another_seed_another),
+    and seed 2 another. (Until the suite's shared sweeps this test ran three sweeps of its own, seeds 1,
+    1 and 2, and compared their records.)"""
+    runs_dir = own_app_doc_sweep.results / "runs" / "atoms_p"
+    recs = sorted((json.loads(p.read_text()) for p in runs_dir.glob("*/rep*.json")), key=lambda r: r["started_at"])
+    assert len(recs) == 45 and all(r["status"] == "ok" for r in recs)
+    ran = [(r["repetition"], r["config_id"], r["order"]) for r in recs]
+    assert [k for k, _, _ in ran] == [0] * 15 + [1] * 15 + [2] * 15  # the rounds are kept
+    assert [o["round"] for _, _, o in ran] == [0] * 15 + [1] * 15 + [2] * 15
+    assert [o["position"] for _, _, o in ran] == list(range(15)) * 3  # ran in its recorded order
+    assert {o["of"] for _, _, o in ran} == {15}
+    assert [o["seed"] for _, _, o in ran] == [1] * 45
+    ids = sorted({c for _, c, _ in ran})
+    these = [("atoms_p", c, k) for c in ids for k in range(3)]
+    in_order = [(k, c) for k, c, _ in ran]
+    assert in_order == [(k, c) for _, c, k in sequence(run_order(1, these))]  # the same seed: the same order
+    assert in_order != [(k, c) for _, c, k in sequence(run_order(2, these))]  # another seed: another
+    grid = [f"atoms={a}_p={p}" for a in (10000, 20000, 40000, 80000, 160000) for p in (1, 2, 4)]
+    assert sorted(grid) == ids and [c for _, c, _ in ran][:15] != grid  # not grid order
+    # another seed orders only the runs still to be measured: it measures nothing again (on a copy)
+    copy = own_app_doc_sweep.copy(tmp_path / "a")
+    copy.write_config({**copy.config, "seed": 9})
+    dry = snakemake("runs", "-n", "--cores", "2", "--configfile", copy.config_file, cwd=copy.work)
     assert "Nothing to be done" in dry.stdout + dry.stderr
-    runs, _, _ = tables.collect([str(p) for p in (tmp_path / "a" / "results" / "runs" / "s").glob("*/rep*.json")])
-    assert sorted(zip(runs["order_round"], runs["order_position"])) == [(k, i) for k in (0, 1) for i in range(6)]
+    runs, _, _ = tables.collect([str(p) for p in (copy.results / "runs" / "atoms_p").glob("*/rep*.json")])
+    assert sorted(zip(runs["order_round"], runs["order_position"])) == [(k, i) for k in (0, 1, 2) for i in range(15)]

@@ -2,7 +2,10 @@
 
 That test swept tests/apps/ljrate.c (built with the venv's mpicc) at s = 8-16, p = 1-3 and asserted that
 the time and timesteps/s models predict s = 24 (1.5x beyond the grid) within 15 % of the measured median
-(the test's CONFIG; the test now sweeps s = 8-20 for that check, this bench still the 8-16 grid).
+(the test's CONFIG), later at s = 8-20 with 7 repetitions. Whether one sweep's models meet that bound is a
+statistical property of the host's runs, not a verdict one sweep can promise: the check lives here now
+(issue 54), with its committed output, and tests/test_compiled_app.py runs this bench's smallest setting
+(``--from`` the committed sweeps, ``--draws 3 --ks 3``: a few seconds) on every run of the fast tests.
 This bench runs the test's sweep ``--sweeps`` times with 3 repetitions (the runs measured one after
 another, as a CI job does), pools each configuration's runs, and then draws sweeps from the pool: k runs
 per grid configuration and k runs at s = 24, fitted as perfsweep fits them (fit_study_models), for k = 3,
@@ -11,6 +14,7 @@ per grid configuration and k runs at s = 24, fitted as perfsweep fits them (fit_
 
     .venv/bin/python bench/compiled_app_draws.py --out bench/results/compiled_app_draws/104970c-quiet
     .venv/bin/python bench/compiled_app_draws.py --from bench/results/compiled_app_draws/104970c-quiet   # draws only
+    .venv/bin/python bench/compiled_app_draws.py --from bench/results/compiled_app_draws/104970c-quiet --draws 3 --ks 3
 """
 
 from __future__ import annotations
@@ -98,6 +102,8 @@ def main() -> None:
     ap.add_argument("--from", dest="source", type=Path, help="draw from the aggregates in this directory")
     ap.add_argument("--sweeps", type=int, default=3)
     ap.add_argument("--draws", type=int, default=60)
+    ap.add_argument("--ks", type=lambda v: tuple(int(k) for k in v.split(",")), default=(3, 5, 7),
+                    help="repetitions per configuration to draw, comma-separated (default 3,5,7)")
     args = ap.parse_args()
     if args.source:
         aggregates = sorted(args.source.glob("sweep*_aggregate.csv.gz"))
@@ -106,7 +112,7 @@ def main() -> None:
         aggregates = [sweep(args.out, i) for i in range(1, args.sweeps + 1)]
     else:
         ap.error("give --out DIR (measure, then draw) or --from DIR (draw only)")
-    draws(aggregates, n_draws=args.draws)
+    draws(aggregates, ks=args.ks, n_draws=args.draws)
 
 
 if __name__ == "__main__":

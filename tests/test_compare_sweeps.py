@@ -1,14 +1,18 @@
-"""``perfsweep compare A B`` (issue 36): real sweeps of the built-in ljmd (real Snakemake, real MPI ranks)
-with and without a known change, two Extra-P inputs, the statistics on synthetic models, and bad input.
+"""``perfsweep compare`` (issue 36): the verdicts on real timings of the built-in ljmd (real Snakemake, real
+MPI ranks) with and without a known change, two Extra-P inputs, the statistics on synthetic models, and
+bad input.
 
-The sweeps are tiny (one study T(n), 5 sizes, 5 repetitions of 150 steps: tens of seconds each; two tests
-measure more where the gate cannot resolve their change, up to 20 repetitions: ``measure_more``). Each
-"after" sweep runs at the same time as its own "before" (``perfsweep run --cores 1`` each, from its
-own directory): on this shared 2-core host the load of the other work changes by 2-3x within minutes,
-and sweeps run one after the other then differ by what the host did in between (two replicate sweeps
-minutes apart differed by 29 % in compute time); run side by side, both see the same host. A 20 %
-slowdown still needs runs whose noise is not far above it: with single runs varying by 30 % the test
-below saw an interval of [0.71, 1.97] once.
+The real-timing tests read one shared paired sweep (tests/sweeps/paired.py, ``paired_ljmd``): the tiny
+study T(n) with the variants before, copy (a replicate), whole (steps 180: +20 %) and region (the force
+region +20 %), each configuration's variants back to back in every round, judged by ``perfsweep compare
+RESULTS --variants before,X``. They were two sweeps each, run side by side or one after the other: those
+cannot cancel the host's drift between them (two replicate sweeps minutes apart differed by 29 % in
+compute time here), and CI saw the region's regression "inconclusive" by it. The paired design cancels
+the drift of the moment (bench/compare_power.py: 60 replicate comparisons without a false alarm, the
++20 % changes caught 39 of 40, idle and busy); they assert only the verdicts it makes robust, and carry
+the ``timing`` marker. What no real timing decides every time (a 2 % change being no regression, a
+faster-growing term being a worse scaling class, power) is asserted on seeded synthetic sweeps below
+(test_synthetic_*) and in tests/test_compare_gate.py, and measured by bench/compare_power.py.
 """
 
 import json
@@ -22,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from conftest import REPO
 
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 EXTRAP = REPO / "tests" / "data" / "extrap"
 
+# the tiny study of bench/compare_power.py (which imports it) and of tests/sweeps/paired.py's paired_ljmd
 TINY = {
     "app": {"name": "ljmd", "args": {"steps": 150}},
     "launcher": "{mpiexec} -n {p}",
@@ -37,52 +41,6 @@ TINY = {
     "timeout": 300,
     "studies": {"T_n": {"vary": {"n": [400, 600, 800, 1000, 1200]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1}}},
 }
-
-
-def tiny_config(path: Path, results: Path, **change) -> Path:
-    cfg = json.loads(json.dumps(TINY))
-    cfg["app"]["args"].update(change)
-    cfg["results"] = str(results)
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return path
-
-
-def sweep_pair(root: Path, name: str, together: bool = True, **change) -> tuple[Path, Path]:
-    """A "before" sweep and an "after" sweep (with the app's ``change``) run side by side (the host's
-    drift the same for both), or one after the other (``together=False``: where the change loads the
-    host in a way that grows with n, the side-by-side "before" grows with it); their results."""
-    works = []
-    for side, args in (("before", {}), ("after", change)):
-        work = root / name / side
-        work.mkdir(parents=True)
-        tiny_config(work / "c.yaml", work / "results", **args)
-        works.append(work)
-    run_sides(works, together)
-    return works[0] / "results", works[1] / "results"
-
-
-def run_sides(works: list[Path], together: bool) -> None:
-    """``perfsweep run`` of each side's config (``--cores 1``), side by side or one after the other."""
-    procs = []
-    for work in works:
-        log = open(work / "log", "a")
-        procs.append((subprocess.Popen([str(PERFSWEEP), "run", str(work / "c.yaml"), "--cores", "1", "--no-report"],
-                                       cwd=work, stdout=log, stderr=subprocess.STDOUT), work))
-        if not together:
-            assert procs[-1][0].wait(timeout=1200) == 0, (work / "log").read_text()[-3000:]
-    for proc, work in procs:
-        assert proc.wait(timeout=1200) == 0, (work / "log").read_text()[-3000:]
-
-
-def measure_more(a: Path, b: Path, repetitions: int, together: bool = True) -> None:
-    """Both sweeps of a pair given ``repetitions`` in all, as a user does where the gate says the
-    repetitions cannot resolve a change: ``perfsweep run`` again runs only the new ones."""
-    works = [a.parent, b.parent]
-    for work in works:
-        cfg = yaml.safe_load((work / "c.yaml").read_text())
-        cfg["repetitions"] = repetitions
-        (work / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    run_sides(works, together)
 
 
 def compare(a, b, *more, cwd=None):
@@ -98,46 +56,54 @@ def rows(a, b, *more) -> tuple[int, dict]:
     return proc.returncode, {(r["region"], r["metric"]): r for r in data["rows"]}
 
 
+def variants(sweep, a: str, b: str, *more) -> subprocess.CompletedProcess:
+    """``perfsweep compare RESULTS --variants A,B [MORE]`` of a paired sweep."""
+    return subprocess.run([str(PERFSWEEP), "compare", str(sweep.results), "--variants", f"{a},{b}", *map(str, more)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def variant_rows(sweep, a: str, b: str) -> tuple[int, dict]:
+    proc = variants(sweep, a, b, "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["exit_code"] == proc.returncode and data["paired"]
+    return proc.returncode, {(r["region"], r["metric"]): r for r in data["rows"]}
+
+
 # regions of ljmd that do not contain the forces (those that do: all, step, all/compute)
 NOT_FORCES = [("step/neighbours", "time"), ("step/integrate", "time"), ("step/output", "time"), ("setup", "time"),
               ("all", "init"), ("all", "io"), ("all", "comm")]
 
 
 @pytest.mark.slow
-def test_replicate_sweeps_no_change(tmp_path):
-    """Two sweeps of the same config: every gating row 'no significant change' or 'inconclusive', exit 0."""
-    a, b = sweep_pair(tmp_path, "replicate")
-    code, table = rows(a, b)
+@pytest.mark.timing
+def test_replicate_sweeps_no_change(paired_ljmd):
+    """Two variants of the same app (before and its copy) measured as pairs: every gating row 'no
+    significant change' or 'inconclusive' (no regression, no improvement, no worse class), exit 0.
+    Measured once more by paired_ljmd's rule (tests/sweeps/paired.py) where the changed rows' mde is
+    above 10 %."""
+    code, table = variant_rows(paired_ljmd, "before", "copy")
     gating = {k: r for k, r in table.items() if r["gated"]}
-    assert gating and all(r["verdict"] in ("no significant change", "inconclusive") for r in gating.values()), gating
+    shown = (paired_ljmd.mdes, gating)
+    assert gating and all(r["verdict"] in ("no significant change", "inconclusive") for r in gating.values()), shown
     assert not any(r["gated"] and r["scaling"] == "worse" for r in table.values())
     assert code == 0
-    text = compare(a, b)
+    text = variants(paired_ljmd, "before", "copy")
     assert text.returncode == 0 and "no gated regression (exit 0)" in text.stdout
 
 
 @pytest.mark.slow
-def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
-    """The force region 20 % slower: that region a regression, exit 1, no other gating region one.
-    Measured as a user does where the gate says it cannot resolve the change: the repetitions doubled
-    (to 10, then 20) while the region's minimum detectable effect is above 10 %. With 5 repetitions, on
-    a host whose single runs spread by 10-20 % (CV), the region's was 18-25 %, and the CI run of
-    9de1a5d saw it inconclusive (Holm's correction over the 10 gating tests wants about twice the
-    change's distance from the 5 % band in standard errors). The ratio may reach 1.45: slowed by sleeps
-    of 0.2x its own time, the region's medians came out 1.25-1.37x the "before" sweep's here (its own
-    compute after a sleep runs slower; the neighbour search after it about 7 % slower too), and 1.352
-    once failed the former bound of 1.35. Rows below --min-share are not asserted:
-    regions of a few ms (all/comm, 4 ms at n = 1200) differ between two sweeps by up to 50 %, which the
-    repetitions of either sweep do not show."""
-    a, b = sweep_pair(tmp_path, "slow", **{"slow-region": "forces=1.2"})
-    code, table = rows(a, b)
-    for repetitions in (10, 20):
-        if table["step/forces", "time"]["mde"] <= 0.1:
-            break
-        measure_more(a, b, repetitions)
-        code, table = rows(a, b)
+@pytest.mark.timing
+def test_one_region_slowed_20_percent_is_that_regions_regression(paired_ljmd):
+    """The force region 20 % slower (variant region, ``slow-region forces=1.2``): that region a
+    regression, exit 1, no other gating region one. The ratio may reach 1.45: slowed by sleeps of 0.2x its
+    own time, the region's medians came out 1.25-1.37x the "before" sweep's in two-sweep runs here (its
+    own compute after a sleep runs slower); paired, bench/compare_power.py saw 1.18-1.21. Rows below
+    --min-share are not asserted: regions of a few ms (all/comm, 4 ms at n = 1200) are shown, not gating.
+    Measured once more by paired_ljmd's rule (tests/sweeps/paired.py) where this row's mde is above 10 %."""
+    code, table = variant_rows(paired_ljmd, "before", "region")
     forces = table["step/forces", "time"]
-    assert forces["verdict"] == "regression", forces
+    assert forces["verdict"] == "regression", (paired_ljmd.mdes, forces)
     assert 1.1 < forces["ratio"] < 1.45 and forces["low"] > 1.0, forces
     assert code == 1
     for key in NOT_FORCES:
@@ -145,78 +111,23 @@ def test_one_region_slowed_20_percent_is_that_regions_regression(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_whole_program_20_percent_slower_is_a_regression(tmp_path):
-    """Every step more work (steps: 180 instead of 150), in two sweeps: the whole run is never "no
-    significant change" or an improvement; where the sweeps resolve 10 % (the whole run's minimum
-    detectable effect, at 80 % power, at most half the change) it is a regression, exit 1 (the median of
-    the rows no longer divides it out); where the host is too loaded to resolve 20 % (under a load of 6
-    on 2 cores: an mde of 26 %, ratio 1.15 [1.00, 1.32]), the summary names it among the rows that cannot
-    resolve the threshold. (With an mde just under 20 %, a 20 % change is caught 4 times in 5: CI once saw
-    it inconclusive. tests/test_paired.py measures the two versions in one sweep, and catches it there.) Never an "improvement" of the regions
-    that did not change (setup), and the app's changed argument is listed at the top. (Exit 1 on every
-    row 1.2x, whatever the noise: tests/test_compare_gate.py's synthetic sweeps.)"""
-    a, b = sweep_pair(tmp_path, "whole", steps=180)
-    code, table = rows(a, b)
+@pytest.mark.timing
+def test_a_whole_program_20_percent_slower_is_a_regression(paired_ljmd):
+    """Every step more work (variant whole: steps 180 instead of 150): the whole run a regression of
+    ratio 1.1-1.3, exit 1; never an "improvement" of the region that did not change (setup); the app's
+    changed argument listed at the top. Measured once more by paired_ljmd's rule (tests/sweeps/paired.py)
+    where this row's mde is above 10 %. (Two sweeps one after the other cannot promise this verdict: a
+    whole-sweep drift of the host is a whole-program change; "one baseline: whole-sweep drift is
+    unknown", their note, is tests/test_compare_gate.py's. Exit 1 on every row 1.2x, whatever the noise:
+    its synthetic sweeps.)"""
+    code, table = variant_rows(paired_ljmd, "before", "whole")
     whole = table["all", "time"]
-    assert whole["ratio"] > 1.08 and whole["verdict"] in ("regression", "inconclusive"), whole
-    if whole["verdict"] == "regression":
-        assert code == 1
-    if whole["mde"] <= 0.1:  # a change of twice the mde: caught with a power above 99 %
-        assert whole["verdict"] == "regression", whole
-    elif whole["mde"] > 0.2:  # (an mde of 10-20 %: caught or not; 80 % power at 20 %)
-        data = json.loads(compare(a, b, "--format", "json").stdout)  # (another row may still be caught: exit 1)
-        assert "T_n/all/time" in data["unresolved"], data["unresolved"]
-    assert table["setup", "time"]["verdict"] != "improvement"
-    text = compare(a, b).stdout
-    assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]
-    assert "one baseline: whole-sweep drift is unknown" in text
-
-
-@pytest.mark.slow
-def test_a_two_percent_change_is_no_regression(tmp_path):
-    a, b = sweep_pair(tmp_path, "slight", **{"slow-region": "forces=1.02"})
-    code, table = rows(a, b)
-    assert table["step/forces", "time"]["verdict"] != "regression"
-    assert not any(r["verdict"] == "regression" for r in table.values() if r["gated"])
-    assert code == 0
-
-
-# the rows whose class the extra n^2 pass in the force region makes worse
-GROWN = [("step/forces", "time"), ("step", "time"), ("all", "time"), ("all", "compute")]
-
-
-@pytest.mark.slow
-def test_a_faster_growing_term_is_a_worse_scaling_class(tmp_path):
-    """An extra all-pairs pass (n^2 / p) in the force region: the region's or the total's scaling class
-    confidently worse, a regression, exit 1; the page draws it. In the force region, whose own time
-    grows smoothly like n: the neighbour search's grows in steps (how many times the Verlet list is
-    rebuilt changes with n), and a "before" sweep's neighbour region was modelled n^2 once, as the
-    pass made the "after" one (class "same"). The sweeps run one after the other: side by side, the
-    "before" sweep shares the host with the pass, which grows with n. Measured as a user does where
-    the gate calls the class uncertain: the repetitions doubled (to 10, then 20) until a row's class is
-    worse. With 5 repetitions and single runs spread by 15-20 % (CV) the "before" sweep's total was
-    modelled n^(3/2) here and n^(4/3) in the CI run of 9de1a5d, and the class stayed uncertain in both;
-    here it took 20 repetitions (the force region worse, n^(3/4) log -> n^(3/2) log)."""
-    a, b = sweep_pair(tmp_path, "pairs", together=False, **{"all-pairs": "forces"})
-    code, table = rows(a, b)
-    for repetitions in (10, 20):
-        grown = [k for k in GROWN if table[k]["scaling"] == "worse"]
-        if grown:
-            break
-        measure_more(a, b, repetitions, together=False)
-        code, table = rows(a, b)
+    assert whole["verdict"] == "regression" and 1.1 < whole["ratio"] < 1.3, (paired_ljmd.mdes, whole)
     assert code == 1
-    grown = [k for k in GROWN if table[k]["scaling"] == "worse"]
-    assert grown, {k: (r["scaling"], r["orders_a"], r["orders_b"]) for k, r in table.items()}
-    for k in grown:  # B's lead order in n grows faster
-        assert table[k]["orders_a"] != table[k]["orders_b"]
-    assert table["step/forces", "time"]["verdict"] == "regression"
-    assert table["step/neighbours", "time"]["verdict"] != "regression"
-    page = tmp_path / "page.html"
-    proc = compare(a, b, "--html", page)
-    assert proc.returncode == 1
-    html = page.read_text()
-    assert "worse" in html and html.count("<img") == len(table) and "http" not in html.replace("http-equiv", "")
+    assert table["setup", "time"]["verdict"] != "improvement"
+    text = variants(paired_ljmd, "before", "whole").stdout
+    assert "# setting differs: study T_n: app command of " in text and "150 (A) -> 180 (B)" in text, text[:2000]
+    assert "paired measurement: A and B are variants of one sweep" in text
 
 
 def test_two_extrap_inputs_compared_with_the_same_table():
@@ -308,6 +219,11 @@ def test_synthetic_regression_found_and_two_percent_not(tmp_path):
 
 
 def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
+    """A region whose time grows like n^2 instead of n (as ljmd's ``--all-pairs`` pass makes its region's):
+    its scaling class confidently worse, its lead order another, a regression, exit 1; the regions that
+    did not change neither worse nor a regression; the page draws every row and says "worse". (On real
+    timings of two sweeps the class stayed "uncertain" at 5 repetitions and took 20 once: a class is a
+    statistical property, so it is asserted here, on seeded draws.)"""
     from perfsweep.compare import judge, load
 
     before = synthetic_side(tmp_path, "before", {}, seed=5)
@@ -315,8 +231,15 @@ def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
     r = judge.compare(load.load_side(before), load.load_side(after))
     row = {x.region: x for x in r.rows}["r5"]
     assert row.scaling == "worse" and row.orders_b.startswith(("n^2", "n^(7/4)", "n^(9/4)")) and r.exit_code() == 1
+    assert row.orders_a != row.orders_b and row.verdict == "regression"
     assert all(x.scaling in ("same", "class uncertain") for x in r.rows if x.region not in ("r5", "all"))
+    assert all(x.verdict != "regression" for x in r.rows if x.region not in ("r5", "all"))
     assert row.gates()
+    page = tmp_path / "page.html"
+    proc = compare(before, after, "--html", page)
+    assert proc.returncode == 1, proc.stderr
+    html = page.read_text()
+    assert "worse" in html and html.count("<img") == len(r.rows) and "http" not in html.replace("http-equiv", "")
 
 
 def test_holm():
@@ -396,6 +319,22 @@ def test_ljmd_known_change_options_are_checked():
                           "--c", "1.5", "--slow-region", "forces=0.5"], capture_output=True, text=True,
                          env={**os.environ})
     assert bad.returncode == 2 and "--slow-region forces=0.5" in bad.stderr
+
+
+def test_ljmd_runs_its_all_pairs_pass(tmp_path):
+    """ljmd's ``--all-pairs forces`` (the faster-growing term the compare tests once swept; its verdict is
+    test_synthetic_faster_growth_is_a_worse_class's) runs its pass in the force region: a run of one rank
+    (no MPI launcher, a few steps) reports every region with every step visited, as the plain run does."""
+    reports = {}
+    for name, change in (("plain", []), ("pairs", ["--all-pairs", "forces"])):
+        out = tmp_path / f"{name}.json"
+        proc = subprocess.run([sys.executable, "-m", "perfsweep.apps.ljmd", "--n", "300", "--m", "1", "--d", "0.5",
+                               "--c", "2.0", "--steps", "4", *change, "--report", str(out)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        reports[name] = json.loads(out.read_text())["ranks"][0]["regions"]
+    assert reports["pairs"].keys() == reports["plain"].keys() and "step/forces" in reports["pairs"]
+    assert {k: v["visits"] for k, v in reports["pairs"].items()} == {k: v["visits"] for k, v in reports["plain"].items()}
 
 
 # --- docs/how-to/compare-sweeps.md's "How to add a statistic", carried out ------------------------------------

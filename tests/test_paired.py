@@ -1,7 +1,7 @@
 """Paired measurement (config key ``variants:``, issue 43): the variants of the app measured together, each
 configuration's variants back to back in every round's random order; models whose resamples pair by
-round; ``perfsweep compare RESULTS`` judging the paired ratios. Real Snakemake and MPI ranks of the
-built-in ljmd in the sweep tests."""
+round; ``perfsweep compare RESULTS`` judging the paired ratios. The sweep test reads the shared paired
+sweep of the built-in ljmd (tests/sweeps/paired.py: real Snakemake and MPI ranks)."""
 
 import json
 import math
@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from perfsweep import layout
 from perfsweep.compare.judge import compare
@@ -113,45 +112,35 @@ def test_a_tree_without_variants_or_an_unknown_variant_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(tmp_path):
-    """One sweep measures before (steps: 150) and after (180) together; whatever the host does, the
-    whole run's paired ratio is a regression, exit 1; the records name their variant; the plan shows the
-    doubled cost; a replicate variant pair in the same sweep (before and a copy of it) is no regression.
-    Where the pairs cannot resolve 10 % (the whole run's mde), the repetitions are doubled once, as a user
-    does on reading the gate's `needed`: a run of this test beside another sweep on this 2-core host saw
-    ratio 1.141 [1.053, 1.236], mde 14.6 %, inconclusive with 7."""
-    cfg = config(variants={"before": {}, "after": {"args": {"steps": 180}}, "copy": {}}, results=str(tmp_path / "r"),
-                 repetitions=7)
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    plan = subprocess.run([str(PERFSWEEP), "plan", str(tmp_path / "c.yaml")], capture_output=True, text=True, cwd=tmp_path)
-    assert plan.returncode == 0 and "paired measurement: variants before, after, copy" in plan.stdout, plan.stdout
-    measure(tmp_path)
-    record = json.loads((tmp_path / "r" / "runs" / "T_n@after" / "n=800" / "rep2.json").read_text())
-    assert record["variant"] == "after" and record["order"]["round"] == 2
-    mate = json.loads((tmp_path / "r" / "runs" / "T_n@before" / "n=800" / "rep2.json").read_text())
-    copy = json.loads((tmp_path / "r" / "runs" / "T_n@copy" / "n=800" / "rep2.json").read_text())
-    places = sorted(r["order"]["position"] for r in (record, mate, copy))
-    assert places == list(range(places[0], places[0] + 3))  # back to back
-    proc, data, whole = paired_whole(tmp_path / "r")
-    if not (whole["mde"] or math.inf) <= 0.1:  # (null: no mde)
-        cfg["repetitions"] = 14
-        (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-        measure(tmp_path)
-        proc, data, whole = paired_whole(tmp_path / "r")
+@pytest.mark.timing
+def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(paired_ljmd):
+    """One sweep (tests/sweeps/paired.py's paired_ljmd) measures before (steps: 150), whole (180), region
+    and copy together: the plan names the variants; the records name their variant and round, and a
+    configuration's variants of a round ran back to back; ``perfsweep compare RESULTS`` judges the config's
+    first two variants (before, whole): whatever the host does, the whole run's paired ratio is a
+    regression, exit 1, with the app's changed command listed; the replicate pair (before and its copy) is
+    no regression and no setting differs. Measured once more by paired_ljmd's rule where the changed
+    rows' mde is above 10 % (a run of this test beside another sweep on this 2-core host saw ratio 1.141
+    [1.053, 1.236], mde 14.6 %, inconclusive with 7 repetitions)."""
+    work, results = paired_ljmd.work, paired_ljmd.results
+    plan = subprocess.run([str(PERFSWEEP), "plan", "c.yaml"], capture_output=True, text=True, cwd=work)
+    assert plan.returncode == 0 and "paired measurement: variants before, whole, region, copy" in plan.stdout, plan.stdout
+    record = json.loads((results / "runs" / "T_n@whole" / "n=800" / "rep2.json").read_text())
+    assert record["variant"] == "whole" and record["order"]["round"] == 2
+    mates = [json.loads((results / "runs" / f"T_n@{v}" / "n=800" / "rep2.json").read_text())
+             for v in ("before", "region", "copy")]
+    assert [m["variant"] for m in mates] == ["before", "region", "copy"]
+    places = sorted(r["order"]["position"] for r in (record, *mates))
+    assert places == list(range(places[0], places[0] + 4))  # back to back
+    proc, data, whole = paired_whole(results)
     shown = {k: whole[k] for k in ("verdict", "ratio", "low", "high", "mde", "df", "notes")}
-    assert data["paired"] and whole["verdict"] == "regression" and 1.1 < whole["ratio"] < 1.3, shown
+    assert data["paired"] and whole["verdict"] == "regression" and 1.1 < whole["ratio"] < 1.3, (paired_ljmd.mdes, shown)
     assert proc.returncode == 1
     assert "app command of" in " ".join(data["differences"])
-    same = subprocess.run([str(PERFSWEEP), "compare", str(tmp_path / "r"), "--variants", "before,copy"],
+    same = subprocess.run([str(PERFSWEEP), "compare", str(results), "--variants", "before,copy"],
                           capture_output=True, text=True)
     assert same.returncode == 0, same.stdout
     assert "paired measurement" in same.stdout and "setting differs" not in same.stdout
-
-
-def measure(work: Path) -> None:
-    run = subprocess.run([str(PERFSWEEP), "run", str(work / "c.yaml"), "--cores", "2", "--no-report"],
-                         capture_output=True, text=True, cwd=work, timeout=1500)
-    assert run.returncode == 0, run.stderr[-3000:]
 
 
 def paired_whole(results: Path):

@@ -28,6 +28,11 @@ CONFIG = {"app": {"name": "ljmd", "args": {"steps": 2}}, "launcher": "{mpiexec} 
           "repetitions": 1, "results": "results", "timeout": 120}
 
 
+# the run records only (Snakemake's target runs): what a run's identity decides is whether a record is
+# measured again; the tables, models and figures of the records are no part of it
+RUN = ("run", "tiny.yaml", "--cores", "2", "--no-report", "--", "runs")
+
+
 def checkout(dest: Path) -> None:
     """A copy of this checkout's files at ``dest`` (as git lists them)."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
@@ -85,7 +90,7 @@ def test_a_moved_checkout_with_a_new_venv_measures_nothing_again_and_a_changed_l
     checkout(old)
     old_bin = make_venv(old)
     (old / "tiny.yaml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
-    assert run_jobs(perfsweep(old_bin, old, "run", "tiny.yaml", "--cores", "2", "--no-report")) == 4
+    assert run_jobs(perfsweep(old_bin, old, *RUN)) == 4
     records = saved(old / "results", "runs")
     assert len(records) == 4 and {json.loads(r)["status"] for r in records.values()} == {"ok"}
     launch = json.loads(records["s/n=120_p=2/rep0.json"])["launch"]
@@ -101,7 +106,7 @@ def test_a_moved_checkout_with_a_new_venv_measures_nothing_again_and_a_changed_l
     new_bin = make_venv(new)
     plan = perfsweep(new_bin, new, "plan", "tiny.yaml")
     assert "4 runs (4 measured)" in plan and "(0 still to run)" in plan and "to run again" not in plan, plan
-    out = perfsweep(new_bin, new, "run", "tiny.yaml", "--cores", "2", "--no-report")
+    out = perfsweep(new_bin, new, *RUN)
     assert run_jobs(out) == 0, out[-3000:]
     assert saved(new / "results", "runs") == records  # nothing measured again, nothing set aside
     assert len(saved(new / "results", "archive")) == 4 and not (new / "results" / "superseded").exists()
@@ -110,7 +115,7 @@ def test_a_moved_checkout_with_a_new_venv_measures_nothing_again_and_a_changed_l
     (new / "tiny.yaml").write_text(yaml.safe_dump({**CONFIG, "launcher": "{mpiexec} -n {p}"}, sort_keys=False))
     plan = perfsweep(new_bin, new, "plan", "tiny.yaml")
     assert "4 runs (0 measured)" in plan and "4 records of another launch" in plan, plan
-    assert run_jobs(perfsweep(new_bin, new, "run", "tiny.yaml", "--cores", "2", "--no-report")) == 4
+    assert run_jobs(perfsweep(new_bin, new, *RUN)) == 4
     again = saved(new / "results", "runs")
     assert len(saved(new / "results", "archive")) == 8 and len(saved(new / "results", "superseded")) == 4
     launch = json.loads(again["s/n=120_p=2/rep0.json"])["launch"]

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.slow
 def installed(tmp_path_factory):
     """A fresh venv with perfsweep installed from a copy of this checkout (the checkout stays as it is).
     Its dependencies are this venv's (a .pth names its site-packages), so nothing is downloaded but the
-    build backend."""
+    build backend. The venv is made without pip and this venv's pip installs into it (pip --python):
+    the same install, without the seconds of putting a pip into the new venv first."""
     tmp = tmp_path_factory.mktemp("install")
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split()
@@ -30,12 +31,12 @@ def installed(tmp_path_factory):
             (src / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, src / name)
     venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     purelib = subprocess.run([venv / "bin" / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              check=True, capture_output=True, text=True).stdout.strip()
     (tmp / "venv" / purelib.split(str(venv) + "/", 1)[1] / "deps.pth").write_text(site.getsitepackages()[0] + "\n")
-    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "--ignore-installed",
-                    src], check=True, cwd=tmp, timeout=600)
+    subprocess.run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "--quiet", "--no-deps",
+                    "--ignore-installed", src], check=True, cwd=tmp, timeout=600)
     shutil.rmtree(src)  # the installed package must not need its source
     return venv
 

@@ -40,31 +40,32 @@ def overlaps(spans):
     return sum(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
 
 
-def test_exclusive_runs_never_overlap(tmp_path):
-    spans = run_intervals(tmp_path, None)  # the default
-    assert overlaps(spans) == 0, spans
-
-
-def test_non_exclusive_runs_share_the_cores(tmp_path):
-    spans = run_intervals(tmp_path, False)
-    assert overlaps(spans) >= 1, spans
-
-
-def test_repetitions_run_in_rounds(tmp_path):
-    """Every configuration's first run before any second one, and so on: the k runs of a configuration
-    sample the machine at k times spread over the sweep, not within seconds of each other."""
+def test_exclusive_runs_never_overlap_and_repetitions_run_in_rounds(tmp_path):
+    """The default (exclusive): no two runs overlap. And every configuration's first run before any second
+    one, and so on: the k runs of a configuration sample the machine at k times spread over the sweep,
+    not within seconds of each other (two studies, one with its own k). One sweep for both: 10 runs of
+    0.3 s."""
+    app = "import time; time.sleep(0.3); print('ok')"
     cfg = {
-        "app": {"command": f"{{launcher}} {sys.executable} -c \"print('ok')\" {{n}}"},
+        "app": {"command": f"{{launcher}} {sys.executable} -c \"{app}\" {{n}}"},
         "parameters": {"n": 1},
-        "studies": {"a": {"vary": {"n": [1, 2, 3]}}, "b": {"vary": {"n": [4, 5]}, "repetitions": 2}},
+        "studies": {"a": {"vary": {"n": [1, 2]}}, "b": {"vary": {"n": [3, 4]}, "repetitions": 2}},
         "repetitions": 3,
         "results": str(tmp_path / "results"),
     }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     records = [tmp_path / "results" / "runs" / s / f"n={n}" / f"rep{k}.json"
-               for s, ns, reps in (("a", (1, 2, 3), 3), ("b", (4, 5), 2)) for n in ns for k in range(reps)]
+               for s, ns, reps in (("a", (1, 2), 3), ("b", (3, 4), 2)) for n in ns for k in range(reps)]
     snakemake(*records, "--cores", "2", "--configfile", path, cwd=tmp_path)
-    runs = sorted((rec["started_at"], rec["repetition"], rec["study"], rec["config_id"])
-                  for rec in (json.loads(p.read_text()) for p in records))
+    recs = [json.loads(p.read_text()) for p in records]
+    assert all(rec["status"] == "ok" for rec in recs)
+    spans = sorted(tuple(dt.datetime.fromisoformat(rec[k]) for k in ("started_at", "finished_at")) for rec in recs)
+    assert overlaps(spans) == 0, spans
+    runs = sorted((rec["started_at"], rec["repetition"], rec["study"], rec["config_id"]) for rec in recs)
     assert [r[1] for r in runs] == sorted(r[1] for r in runs), runs
+
+
+def test_non_exclusive_runs_share_the_cores(tmp_path):
+    spans = run_intervals(tmp_path, False)
+    assert overlaps(spans) >= 1, spans

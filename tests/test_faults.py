@@ -21,26 +21,17 @@ import yaml
 from perfsweep import layout
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.record import check_record
+from sweeps.tiny import FAULTS_FAILED, FAULTS_NS, fault_config
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "tests" / "apps" / "fault_app.py"
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 
 
-def write_config(path, results, state, *, ns, k, sleep=0.0, retries=0, timeout=600, extra_studies=None, seed=1):
-    cfg = {
-        "seed": seed,
-        "app": {"command": f"{sys.executable} {APP} {{n}} {state} {sleep}", "time_pattern": r"^time: (\S+)"},
-        "parameters": {"n": 1},
-        "studies": {"faults": {"vary": {"n": list(ns)}}, **(extra_studies or {})},
-        "repetitions": k,
-        "retries": retries,
-        "timeout": timeout,
-        "results": str(results),
-    }
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+def write_config(path, results, state, **keys):
+    """Write tiny.fault_config (fault_app over n; keys: ns, k, sleep, retries, timeout, extra_studies, seed)."""
+    path.write_text(yaml.safe_dump(fault_config(state, results=results, **keys), sort_keys=False))
 
 
 def run_command(cfg, *targets):
@@ -80,40 +71,32 @@ def records(results):
     return {p: check_record(p) for p in sorted((results / "runs").rglob("rep*.json"))}
 
 
-def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    results = tmp_path / "results"
-    broken = {"broken": {"app": {"command": f"{sys.executable} -c 'import sys; sys.exit(\"no license {{n}}\")'"},
-                         "parameters": {"n": 1}, "vary": {"n": [1, 2]}, "repetitions": 1}}
-    cfg = tmp_path / "c.yaml"
-    # 25 configurations x k=2 = 50 runs; 5 n fail (20 % of the runs), 2 more print non-UTF-8 bytes or
-    # fail once (flaky); 1 retry; hangs are killed after 3 s
-    write_config(cfg, results, state, ns=range(1, 26), k=2, retries=1, timeout=3, extra_studies=broken)
-    proc = perfsweep_run(cfg, tmp_path)
-    console = proc.stdout + proc.stderr
+def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(faults_sweep):
+    """Read-only on the shared faults_sweep (tests/sweeps/tiny.py): 12 n x k = 2 = 24 runs; 5 n fail
+    (10 runs), 2 more print non-UTF-8 bytes or fail once (flaky); 1 retry; hangs are killed after 2 s."""
+    results = faults_sweep.results
+    console = faults_sweep.stdout + faults_sweep.stderr
     assert "Traceback" not in console and "KeyError" not in console, console[-5000:]
     # the study in which every run failed says so in one line; the others finish (keep-going)
-    assert proc.returncode != 0
+    assert faults_sweep.returncode != 0
     assert re.search(r"perfsweep: study broken: no successful run \(2 of 2 failed; e\.g\. broken/n=1/rep0: "
                      r"exit code 1: no license 1\)", console), console[-5000:]
-    assert f"nothing to aggregate, see {results}/runs/broken/ and the failure records" in console
-    assert proc.stderr.strip().splitlines()[-1] == (  # (--no-report: its runs table, no report)
+    assert "nothing to aggregate, see results/runs/broken/ and the failure records" in console
+    assert faults_sweep.stderr.strip().splitlines()[-1] == (  # (--no-report: its runs table, no report)
         "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
-        f"license 1); its runs and their errors: {results}/tables/broken/runs.csv; fix it and run the same command again")
+        "license 1); its runs and their errors: results/tables/broken/runs.csv; fix it and run the same command again")
 
     recs = {r["run_id"]: r for r in records(results).values()}
-    assert len(recs) == 52  # every run of both studies has its record
+    assert len(recs) == 2 * len(FAULTS_NS) + 2  # every run of both studies has its record
     by_n = {}
     for r in recs.values():
         if r["study"] == "faults":
             by_n.setdefault(r["parameters"]["n"], []).append(r)
-    expect_failed = {3: "exit code 3: fault_app: simulated crash", 5: "killed by signal 11 (SIGSEGV)",
-                     7: "killed after the timeout of 3 s", 13: "not a number", 17: "not found on stdout"}
+    assert sorted(by_n) == FAULTS_NS
     for n, recs_n in by_n.items():
         for r in recs_n:
-            if n in expect_failed:
-                assert r["status"] in ("failed", "timeout") and expect_failed[n] in r["error"], r
+            if n in FAULTS_FAILED:
+                assert r["status"] in ("failed", "timeout") and FAULTS_FAILED[n] in r["error"], r
                 assert r["time"] is None and r["attempt"] == 2  # retried once, as configured
             else:
                 assert r["status"] == "ok" and r["time"] == pytest.approx(0.01 * n), r
@@ -124,28 +107,29 @@ def test_faults_every_run_leaves_a_record_and_the_models_use_the_survivors(tmp_p
 
     # retries as configured: a failing run was attempted twice, the flaky n=19 once more than needed
     att = archived(results)
-    for n in expect_failed:
+    for n in FAULTS_FAILED:
         for k in range(2):
             assert sorted(a["attempt"] for a in att[f"faults/n={n}/rep{k}"]) == [1, 2]
     assert sum(len(att[f"faults/n=19/rep{k}"]) for k in range(2)) == 3
-    for n in set(range(1, 26)) - set(expect_failed) - {19}:
+    for n in set(FAULTS_NS) - set(FAULTS_FAILED) - {19}:
         assert all(len(att[f"faults/n={n}/rep{k}"]) == 1 for k in range(2))
 
-    # tables count the failures; the models use the 20 surviving configurations
+    # tables count the failures; the models use the 7 surviving configurations
+    survivors = sorted(set(FAULTS_NS) - set(FAULTS_FAILED))
     var = pd.read_csv(results / "tables" / "faults" / "variability.csv")
-    assert int(var["n_failed"].sum()) == 10 and int(var["n_ok"].sum()) == 40
+    assert int(var["n_failed"].sum()) == 10 and int(var["n_ok"].sum()) == 2 * len(survivors) == 14
     med = pd.read_csv(results / "tables" / "faults" / "medians.csv")
-    assert sorted(med["n"]) == sorted(set(range(1, 26)) - set(expect_failed))
+    assert sorted(med["n"]) == survivors
     models = pd.read_csv(results / "models" / "faults" / "models.csv")
     main = models[(models["region"] == "all") & (models["metric"] == "time")].iloc[0]
     pred = pd.read_csv(results / "models" / "faults" / "predictions.csv")
-    assert len(pred[(pred["region"] == "all") & (pred["metric"] == "time")]) == 20
+    assert len(pred[(pred["region"] == "all") & (pred["metric"] == "time")]) == len(survivors)
     assert main["adj_r2"] > 0.999, main
-    assert re.search(r"perfsweep: study faults measured: 40/50 runs ok, 10 failed \(e\.g\. faults/n=(3|5|7|13|17)/rep[01]: "
+    assert re.search(r"perfsweep: study faults measured: 14/24 runs ok, 10 failed \(e\.g\. faults/n=(3|5|7|13|17)/rep[01]: "
                      r"(failed|timeout): ", console), console[-5000:]
-    assert f"every run's status and error: {results}/tables/faults/runs.csv)" in console
+    assert "every run's status and error: results/tables/faults/runs.csv)" in console
     # no process left behind (the hang and its grandchild were killed with their process group)
-    assert leftover_processes(state) == []
+    assert leftover_processes(faults_sweep.work / "state") == []
 
 
 def _wait_for_records(results, n, timeout=240):
@@ -161,67 +145,90 @@ def _snapshot(results):
     return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (results / "runs").rglob("rep*.json")}
 
 
-@pytest.mark.parametrize("victim, sig", [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
-                                         ("snakemake alone", signal.SIGINT), ("process group", signal.SIGINT),
-                                         ("perfsweep alone", signal.SIGTERM)])
-def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path, victim, sig):
+# The interruptions, in the order one sweep gets them: a signal to whom, and how perfsweep ends
+INTERRUPTIONS = [("process group", signal.SIGKILL), ("snakemake alone", signal.SIGKILL),
+                 ("snakemake alone", signal.SIGINT), ("process group", signal.SIGINT),
+                 ("perfsweep alone", signal.SIGTERM)]
+
+
+def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path):
+    """One sweep (12 runs of ~0.5 s), started 6 times with the same command: each of the first 5 starts
+    is interrupted in a different way (INTERRUPTIONS) once it has measured a run more, the 6th completes.
+    Each start after an interruption is that interruption's "same command again": it starts without
+    --unlock or --rerun-incomplete (after a SIGKILL it names and removes the stale lock), keeps every
+    finished record and measures runs (the next record appears), and the last completes the sweep with
+    every run measured once. One chain, not 5 sweeps of their own: each start costs a Snakemake start-up,
+    and what each interruption leaves is what the next start has to take up."""
     state = tmp_path / "state"
     state.mkdir()
     results = tmp_path / "results"
     cfg = tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2, 4, 6, 8, 9], k=3, sleep=0.8)  # 18 runs of ~1 s
+    write_config(cfg, results, state, ns=[1, 2, 4, 6], k=3, sleep=0.5)  # 12 runs of ~0.6 s, one at a time
     # up to the study's tables (the figures and models after them add time, not cases)
     target = f"{results}/tables/faults/runs.csv"
-    # Ctrl-C in a terminal: SIGINT to the process group (a background shell would have it ignored)
-    proc = subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                            stderr=(tmp_path / "first.err").open("w"), start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        _wait_for_records(results, 5)
-        if victim == "process group":
-            os.killpg(proc.pid, sig)
-        elif victim == "perfsweep alone":  # kill PID: Snakemake went on alone, to the end of the sweep
-            os.kill(proc.pid, sig)
-        else:
-            os.kill(_snakemake_of(proc), sig)  # after SIGKILL the runners it started go on (orphans)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    if (victim, sig) == ("snakemake alone", signal.SIGKILL):  # perfsweep says what happened
-        assert proc.returncode == 128 + signal.SIGKILL
-        assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
-            "perfsweep: Snakemake was stopped by signal 9; finished runs are kept, run the same command again "
-            "to measure the rest")
-    if sig in (signal.SIGINT, signal.SIGTERM):  # it waited for Snakemake (alone: Snakemake stopped, it says so)
-        how = "interrupted" if sig == signal.SIGINT else "terminated"
-        assert proc.returncode == 128 + sig
-        assert (tmp_path / "first.err").read_text().strip().splitlines()[-1] == (
-            f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest")
-        assert len(_snapshot(results)) < 18 and leftover_processes(state) == []  # and Snakemake stopped
-    before = _snapshot(results)
-    assert len(before) >= 5
-    for path in before:
-        check_record(path)  # 0 corrupt records: every record there is complete
+    snapshots = []
+    for i, (victim, sig) in enumerate(INTERRUPTIONS):
+        err = tmp_path / f"start{i}.err"
+        done = len(_snapshot(results)) if results.exists() else 0
+        # Ctrl-C in a terminal: SIGINT to the process group (a background shell would have it ignored)
+        proc = subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                stderr=err.open("w"), start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        try:
+            # this start measures (after SIGKILL of Snakemake alone, the one run in flight went on: its
+            # record may come first)
+            orphan = i and INTERRUPTIONS[i - 1] == ("snakemake alone", signal.SIGKILL)
+            _wait_for_records(results, done + 1 + orphan)
+            if victim == "process group":
+                os.killpg(proc.pid, sig)
+            elif victim == "perfsweep alone":  # kill PID
+                os.kill(proc.pid, sig)
+            else:
+                os.kill(_snakemake_of(proc), sig)  # after SIGKILL the runners it started go on (orphans)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        text = err.read_text()
+        assert "Traceback" not in text, text[-3000:]
+        if i and INTERRUPTIONS[i - 1][1] == signal.SIGKILL:  # Snakemake had no chance to remove its lock:
+            assert "stale Snakemake lock(s) of an interrupted run" in text, text[-3000:]  # stale, and removed
+        if (victim, sig) == ("snakemake alone", signal.SIGKILL):  # perfsweep says what happened
+            assert proc.returncode == 128 + signal.SIGKILL
+            assert text.strip().splitlines()[-1] == (
+                "perfsweep: Snakemake was stopped by signal 9; finished runs are kept, run the same command again "
+                "to measure the rest")
+        if sig in (signal.SIGINT, signal.SIGTERM):  # it waited for Snakemake (alone: Snakemake stopped, it says so)
+            how = "interrupted" if sig == signal.SIGINT else "terminated"
+            assert proc.returncode == 128 + sig
+            assert text.strip().splitlines()[-1] == (
+                f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest")
+            assert len(_snapshot(results)) < 12 and leftover_processes(state) == []  # and Snakemake stopped
+        before = _snapshot(results)
+        assert len(before) > done  # the start after the last interruption measured
+        for path in before:
+            check_record(path)  # 0 corrupt records: every record there is complete
+        snapshots.append(before)
 
     again = perfsweep_run(cfg, tmp_path, target)  # the same command
     console = again.stdout + again.stderr
     assert again.returncode == 0, console[-5000:]  # no --unlock, no --rerun-incomplete
     assert "Traceback" not in console
-    if sig == signal.SIGKILL:  # Snakemake had no chance to remove its lock: it was stale, and removed
-        assert "stale Snakemake lock(s) of an interrupted run" in console, console[-3000:]
     after = _snapshot(results)
-    assert len(after) == 18
-    assert all(after[p] == h for p, h in before.items())  # completed records untouched
+    assert len(after) == 12
+    for before in snapshots:
+        assert all(after[p] == h for p, h in before.items())  # completed records untouched
     for path in after:
         check_record(path)
     att = archived(results)
     assert sorted(att) == sorted(r["run_id"] for r in map(check_record, after))
     finished = {rid: [a for a in attempts if a["status"] != "killed"] for rid, attempts in att.items()}
     assert all(len(a) == 1 for a in finished.values())  # 0 completed runs repeated: each measured once
-    killed = {rid for rid, attempts in att.items() if any(a["status"] == "killed" for a in attempts)}
-    assert not killed & {check_record(p)["run_id"] for p in before}  # only runs cut short were run again
-    assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == 18
+    # only runs cut short were run again: a run's killed attempts all ended before its one measurement began
+    for rid, attempts in att.items():
+        (done_at,) = [a["started_at"] for a in finished[rid]]
+        assert all(a["finished_at"] <= done_at for a in attempts if a["status"] == "killed"), attempts
+    assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == 12
     assert leftover_processes(state) == []
 
 
@@ -273,12 +280,14 @@ def test_sigterm_stops_a_snakemake_hung_in_its_own_sigterm_handler(tmp_path):
 def test_a_signal_to_one_runner_alone(tmp_path, sig):
     """SIGINT to a runner alone (Ctrl-C that Snakemake missed: its logger swallows a KeyboardInterrupt
     that lands while it writes) leaves no failure record: the sweep goes on, and the same command
-    measures that run. SIGKILL (the OOM killer) ends the run for good: a failure record that says so."""
+    measures that run. SIGKILL (the OOM killer) ends the run for good: a failure record that says so.
+    4 runs of 1 s (the signal lands 0.3 s into one), up to the runs table."""
     state = tmp_path / "state"
     state.mkdir()
     results, cfg = tmp_path / "results", tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2, 4], k=2, sleep=1.0)
-    proc = subprocess.Popen(run_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    write_config(cfg, results, state, ns=[1, 2], k=2, sleep=1.0)
+    target = ("runs", f"{results}/tables/faults/runs.csv")  # (a record that is not there: rule runs)
+    proc = subprocess.Popen(run_command(cfg, *target), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.time()
         while not (runners := [(pid, cmd) for pid, cmd in leftover_processes(state)
@@ -299,28 +308,25 @@ def test_a_signal_to_one_runner_alone(tmp_path, sig):
         assert proc.returncode == 0, err[-3000:]
         rec = check_record(output)
         assert rec["status"] == "failed" and "its process ended without a record" in rec["error"]
-        assert perfsweep_run(cfg, tmp_path).stdout.count("rule run:") == 0
+        assert perfsweep_run(cfg, tmp_path, *target).stdout.count("rule run:") == 0
         return
     assert proc.returncode != 0 and not output.exists(), err[-6000:]
     assert [a["status"] for a in attempts] == ["killed"] and attempts[0]["error"] == "terminated by signal 2"
     assert (f"perfsweep: {run_id}: attempt 1 was interrupted (a signal to its runner, e.g. Ctrl-C); no record: "
             "run the sweep again to measure it") in out
-    assert len(records(results)) == 5 and all(r["status"] == "ok" for r in records(results).values())
-    again = perfsweep_run(cfg, tmp_path)
+    assert len(records(results)) == 3 and all(r["status"] == "ok" for r in records(results).values())
+    again = perfsweep_run(cfg, tmp_path, *target)
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(re.findall(r"^\s*localrule run:", again.stderr, re.MULTILINE)) == 1  # that run only
-    assert check_record(output)["status"] == "ok" and len(records(results)) == 6
+    assert check_record(output)["status"] == "ok" and len(records(results)) == 4
     assert leftover_processes(state) == []
 
 
-def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tmp_path):
-    state = tmp_path / "state"
-    state.mkdir()
-    results = tmp_path / "results"
-    cfg = tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2, 4], k=2)
-    first = perfsweep_run(cfg, tmp_path)
-    assert first.returncode == 0, (first.stdout + first.stderr)[-5000:]
+def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tiny_faults_sweep, tmp_path):
+    """On a copy of the shared tiny_faults_sweep (6 records): one record deleted, one truncated, one with a
+    negative time; the same command measures exactly these three again."""
+    sweep = tiny_faults_sweep.copy(tmp_path / "copy")
+    results = sweep.results
     runs = results / "runs" / "faults"
     deleted, truncated, negative = runs / "n=1" / "rep0.json", runs / "n=2" / "rep1.json", runs / "n=4" / "rep0.json"
     deleted.unlink()
@@ -333,16 +339,16 @@ def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(tm
                  if p not in (truncated, negative)}
     archive_before = {p: p.read_bytes() for p in (results / "archive").rglob("*.json")}
 
-    again = perfsweep_run(cfg, tmp_path)
+    again = sweep.run("--cores", "2", "--no-report", targets=("runs", "results/tables/faults/runs.csv"))
     console = again.stdout + again.stderr
     assert again.returncode == 0, console[-5000:]
-    jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", again.stdout + again.stderr,
-                      re.MULTILINE)
-    assert sorted(jobs) == sorted(map(str, (deleted, truncated, negative)))  # exactly these three
+    jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", console, re.MULTILINE)
+    rel = [str(p.relative_to(sweep.work)) for p in (deleted, truncated, negative)]  # (results: results)
+    assert sorted(jobs) == sorted(rel)  # exactly these three
     named = [line for line in console.splitlines() if line.startswith("perfsweep: damaged record")]
     assert len(named) == 2
-    assert any(str(truncated) in line and "not valid JSON" in line for line in named), named
-    assert any(str(negative) in line and "time: -0.04 is not a finite number >= 0" in line for line in named), named
+    assert any(rel[1] in line and "not valid JSON" in line for line in named), named
+    assert any(rel[2] in line and "time: -0.04 is not a finite number >= 0" in line for line in named), named
     # set aside, never deleted
     aside = sorted((results / "quarantine").rglob("*.json"))
     assert [p.read_text() for p in aside] in ([text[: len(text) // 2], json.dumps(rec)],
@@ -363,11 +369,12 @@ def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_
     state.mkdir()
     results, cfg = tmp_path / "results", tmp_path / "c.yaml"
     write_config(cfg, results, state, ns=[1, 2, 4], k=2, sleep=1.0)  # 6 runs of 1 s, one after the other
-    starts = [subprocess.Popen(run_command(cfg), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    target = f"{results}/tables/faults/runs.csv"  # (the models and figures after it add time, not cases)
+    starts = [subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True) for _ in range(2)]
     try:
         time.sleep(3)
-        late = perfsweep_run(cfg, tmp_path)
+        late = perfsweep_run(cfg, tmp_path, target)
         ends = [p.communicate(timeout=600) for p in starts]
     finally:
         for p in starts:
@@ -393,30 +400,27 @@ def test_a_timeout_kills_every_descendant_also_those_that_left_with_setsid(tmp_p
     state = tmp_path / "state"
     state.mkdir()
     results, cfg = tmp_path / "results", tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 29], k=1, timeout=3)
+    write_config(cfg, results, state, ns=[1, 29], k=1, timeout=2)  # (n=1 takes 0.1 s)
     try:
-        proc = perfsweep_run(cfg, tmp_path)
+        proc = perfsweep_run(cfg, tmp_path, f"{results}/tables/faults/runs.csv")
         left = leftover_processes(state)
     finally:
         for pid, _ in leftover_processes(state):
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     rec = check_record(results / "runs" / "faults" / "n=29" / "rep0.json")
-    assert rec["status"] == "timeout" and "killed after the timeout of 3 s" in rec["error"]
+    assert rec["status"] == "timeout" and "killed after the timeout of 2 s" in rec["error"]
     assert check_record(results / "runs" / "faults" / "n=1" / "rep0.json")["status"] == "ok"
     assert left == []
 
 
-def test_a_leftover_temporary_record_is_named_and_set_aside(tmp_path):
-    """A crash between a record's temp file and its rename leaves ``.rep0.json.<random>.tmp`` (here: the
-    record deleted, half of it in the temp file, and one in the archive): check-records names it, and the
-    next `perfsweep run` moves it under quarantine/ (never deleted), says so and measures that run again."""
-    state = tmp_path / "state"
-    state.mkdir()
-    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2], k=2)
-    first = perfsweep_run(cfg, tmp_path)
-    assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
+def test_a_leftover_temporary_record_is_named_and_set_aside(tiny_faults_sweep, tmp_path):
+    """A crash between a record's temp file and its rename leaves ``.rep0.json.<random>.tmp`` (here, on a
+    copy of the shared tiny_faults_sweep: the record deleted, half of it in the temp file, and one in the
+    archive): check-records names it, and the next `perfsweep run` moves it under quarantine/ (never
+    deleted), says so and measures that run again."""
+    sweep = tiny_faults_sweep.copy(tmp_path / "copy")
+    results = sweep.results
     record = results / "runs" / "faults" / "n=1" / "rep0.json"
     text = record.read_text()
     record.unlink()
@@ -429,17 +433,19 @@ def test_a_leftover_temporary_record_is_named_and_set_aside(tmp_path):
     assert check.returncode == 2 and check.stderr.strip().splitlines() == [
         f"perfsweep: {tmp}: a temporary file of a record's write that a crash cut short, not a record (the next "
         "perfsweep run sets it aside)" for tmp in temps]
-    again = perfsweep_run(cfg, tmp_path)
+    again = sweep.run("--cores", "2", "--no-report", targets=("runs", "results/tables/faults/runs.csv"))
     console = again.stdout + again.stderr
     assert again.returncode == 0, console[-3000:]
     for tmp in temps:
-        (moved,) = re.findall(rf"perfsweep: {re.escape(str(tmp))}: a temporary file of a record's write that a crash "
+        rel = tmp.relative_to(sweep.work)  # (the sweep's config says results: results)
+        (moved,) = re.findall(rf"perfsweep: {re.escape(str(rel))}: a temporary file of a record's write that a crash "
                               r"cut short, not a record; moved to (\S+)$", console, re.MULTILINE)
-        assert Path(moved).read_text() == text[: len(text) // 2] and not tmp.exists()
-        assert Path(moved).is_relative_to(results / "quarantine")
+        moved = sweep.work / moved
+        assert moved.read_text() == text[: len(text) // 2] and not tmp.exists()
+        assert moved.resolve().is_relative_to((results / "quarantine").resolve())
     jobs = re.findall(r"^\s*(?:local)?rule run:\n(?:\s+.*\n)*?\s+output: (\S+)", console, re.MULTILINE)
-    assert jobs == [str(record)]  # that run only, measured again
-    assert all(r["status"] == "ok" for r in records(results).values()) and len(records(results)) == 4
+    assert jobs == [str(record.relative_to(sweep.work))]  # that run only, measured again
+    assert all(r["status"] == "ok" for r in records(results).values()) and len(records(results)) == 6
     ok = subprocess.run([str(PERFSWEEP), "check-records", str(results / "runs"), str(results / "archive")],
                         capture_output=True, text=True, timeout=120)
     assert ok.returncode == 0 and "none damaged" in ok.stdout, ok.stderr
@@ -452,40 +458,37 @@ def _report_pages(report):
             for m in re.findall(r"data:text/html;[^\"']*?base64,([A-Za-z0-9+/=]+)", text)]
 
 
-def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(tmp_path):
+def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(faults_sweep, tmp_path):
     """One study whose runs all fail beside a healthy one: the healthy one's tables, models, figures and
     report pages are made, results/report.html is written with them and with the failed study's runs and
-    errors, and perfsweep's lines are the last the user sees (what failed, why, what to do), exit 1."""
-    state = tmp_path / "state"
-    state.mkdir()
-    results, cfg = tmp_path / "results", tmp_path / "c.yaml"
-    broken = {"broken": {"app": {"command": f"{sys.executable} -c 'import sys; sys.exit(\"no license {{n}}\")'"},
-                         "parameters": {"n": 1}, "vary": {"n": [1, 2]}, "repetitions": 1}}
-    write_config(cfg, results, state, ns=[1, 2, 4], k=2, extra_studies=broken)
-    proc = subprocess.run([str(PERFSWEEP), "run", str(cfg), "--cores", "2"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=900)
+    errors, and perfsweep's lines are the last the user sees (what failed, why, what to do), exit 1.
+    On a copy of the shared faults_sweep (measured with --no-report, so that this start, with the report,
+    finds the broken study failed again and the healthy one's outputs made)."""
+    sweep = faults_sweep.copy(tmp_path / "copy")
+    results, cfg = sweep.results, sweep.config_file
+    proc = sweep.run("--cores", "2", check=False)
     assert proc.returncode == 1, (proc.stdout + proc.stderr)[-5000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     tail = proc.stderr.strip().splitlines()[-2:]
     assert tail == [
         "perfsweep: study broken failed: no successful run (2 of 2 failed; e.g. broken/n=1/rep0: exit code 1: no "
-        f"license 1); its runs and their errors: {results}/report/broken/failures.html; fix it and run the same "
+        "license 1); its runs and their errors: results/report/broken/failures.html; fix it and run the same "
         "command again",
-        f"perfsweep: report of the other studies written to {results}/report.html (with the failed studies' runs: "
+        "perfsweep: report of the other studies written to results/report.html (with the failed studies' runs: "
         "broken)"], proc.stderr[-5000:]
     # nothing lost: every record, and every output of the healthy study
     recs = records(results)
-    assert len(recs) == 8 and sum(r["status"] == "ok" for r in recs.values()) == 6
+    assert len(recs) == 2 * len(FAULTS_NS) + 2 and sum(r["status"] == "ok" for r in recs.values()) == 14
     from perfsweep.config import load_config_file
 
     faults = load_config_file(cfg).study("faults")
-    made = [*layout.final_outputs(str(results), "faults", faults.varies_processes()),
-            *layout.report_outputs(str(results), "faults", faults.varies_processes())]
-    assert all(Path(p).exists() for p in made)
+    made = [*layout.final_outputs("results", "faults", faults.varies_processes()),
+            *layout.report_outputs("results", "faults", faults.varies_processes())]
+    assert all((sweep.work / p).exists() for p in made)
     pages = _report_pages(results / "report.html")
     assert any("no license 1" in p and "no license 2" in p for p in pages)  # the failed study's page
     assert any("faults: measurements" in p for p in pages)  # the healthy study's pages
-    assert leftover_processes(state) == []
+    assert leftover_processes(faults_sweep.work / "state") == []
 
 
 def test_a_full_results_filesystem_is_named_and_a_rerun_after_freeing_space_completes(tmp_path):
@@ -503,7 +506,7 @@ def test_a_full_results_filesystem_is_named_and_a_rerun_after_freeing_space_comp
     seed = next(s for s in range(1, 100) if run_order(s, [("faults", f"n={n}", 0) for n in (1, 2, 31, 4)])[
         ("faults", "n=31", 0)]["position"] >= 2)
     write_config(cfg, results, state, ns=[1, 2, 31, 4], k=2, seed=seed)
-    run = " ".join(run_command(cfg))
+    run = " ".join(run_command(cfg, f"{results}/tables/faults/runs.csv"))  # (models and figures: no new case)
     script = f"""
         mount -t tmpfs -o size=2m tmpfs {fs} || exit 97
         mkdir {state}

@@ -36,12 +36,13 @@ def config(results, repetitions, **variability):
     }
 
 
-def perfsweep_run(tmp_path, cfg, *snakemake_args):
-    """`perfsweep run` (its rounds); returns the records measured by it as {(config_id, rep)}."""
+def perfsweep_run(tmp_path, cfg, *snakemake_args, report=False):
+    """`perfsweep run` (its rounds), with --no-report unless ``report``; returns the records measured by it
+    as {(config_id, rep)} and what it printed on stdout."""
     (tmp_path / "calls").mkdir(exist_ok=True)
     before = set(_records(tmp_path))
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", "--no-report",
+    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2", *([] if report else ["--no-report"]),
                            *(["--", *snakemake_args] if snakemake_args else [])],
                           cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -59,35 +60,42 @@ def measured(new):
 
 
 @pytest.mark.slow
-def test_raising_max_runs_only_the_missing_repetitions(tmp_path):
-    reps = {"min": 2, "max": 4, "until": {"cv": 0.01}}
-    new, out = perfsweep_run(tmp_path, config(tmp_path / "results", reps))
-    # round 1: 2 x 2; the steady n=1 meets the target, n=2 gets a batch of min more (round 2), up to max
-    assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1), ("n=2", 2), ("n=2", 3)]
-    assert "round 2" in out and "miss the repetition target" in out
-    plan = json.loads((tmp_path / "results" / "plan" / "s" / "repetitions.json").read_text())
-    assert plan == {"n=1": 2, "n=2": 4}
-
-    new, _ = perfsweep_run(tmp_path, config(tmp_path / "results", reps))
-    assert new == set()  # nothing changed: nothing measured
-
-    new, _ = perfsweep_run(tmp_path, config(tmp_path / "results", {**reps, "max": 6}))
-    assert measured(new) == [("n=2", 4), ("n=2", 5)]  # only the missing repetitions of n=2
-    runs = pd.read_csv(tmp_path / "results" / "tables" / "s" / "runs.csv")
-    assert sorted(runs.groupby("config_id").size().items()) == [("n=1", 2), ("n=2", 6)]
-    assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 8  # each run once
-
-
-@pytest.mark.slow
-def test_tightening_the_target_runs_only_the_missing_repetitions(tmp_path):
+def test_tightening_the_target_or_raising_max_runs_only_the_missing_repetitions(tmp_path):
+    """One sweep, four `perfsweep run`s: a loose target that both configurations meet; a tightened one (with
+    the HTML report, the rounds and the whole workflow's start as they come); the same again (nothing);
+    a raised max. Each measures only the repetitions that are missing. The whole workflow is asked for up
+    to the variability table, but in the start with the report (the figures add time, not cases)."""
     results = tmp_path / "results"
-    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}))
+    table = f"{results}/tables/s/variability.csv"
+    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}), table)
     assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1)]  # CV 0 and 0.12: both met
 
-    # Snakemake's -q takes values: the rounds' target must not be swallowed by it
-    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.05}}), "-q")
-    assert measured(new) == [("n=2", k) for k in range(2, 6)]  # CV 0.1 stays above 0.05: up to max
-    var = pd.read_csv(results / "tables" / "s" / "variability.csv").set_index("config_id")
+    # a tightened target: the steady n=1 meets it, n=2 (CV about 0.1) gets a batch of min more (round 2), up
+    # to max. Snakemake's -q takes values: the rounds' target must not be swallowed by it
+    reps = {"min": 2, "max": 4, "until": {"cv": 0.01}}
+    new, out = perfsweep_run(tmp_path, config(results, reps), "-q", report=True)
+    assert measured(new) == [("n=2", 2), ("n=2", 3)]
+    assert "round 2" in out and "miss the repetition target" in out
+    plan = json.loads((results / "plan" / "s" / "repetitions.json").read_text())
+    assert plan == {"n=1": 2, "n=2": 4}
+    # `perfsweep run` without --no-report: the rounds, then one Snakemake for the whole workflow that also
+    # writes the report (--report-after-run), not a Snakemake more after it (each start costs a DAG):
+    # round 1, then round 2 (its repetitions reach max: nothing can be planned after it) with the whole workflow
+    starts = [line for line in out.splitlines() if line.startswith("+ ")]
+    assert ["runs" in s.split() for s in starts] == [True, False]
+    assert [("--report-after-run" in s.split(), str(results / "report.html") in s.split()) for s in starts] \
+        == [(False, False), (True, True)]
+    assert (results / "report.html").stat().st_size > 0 and "perfsweep: report written" in out
+
+    new, _ = perfsweep_run(tmp_path, config(results, reps), table)
+    assert new == set()  # nothing changed: nothing measured
+
+    new, _ = perfsweep_run(tmp_path, config(results, {**reps, "max": 6}), table)
+    assert measured(new) == [("n=2", 4), ("n=2", 5)]  # only the missing repetitions of n=2
+    runs = pd.read_csv(results / "tables" / "s" / "runs.csv")
+    assert sorted(runs.groupby("config_id").size().items()) == [("n=1", 2), ("n=2", 6)]
+    assert len(list((results / "archive").rglob("*.json"))) == 8  # each run once
+    var = pd.read_csv(table).set_index("config_id")
     assert var.loc["n=2", "n_runs"] == 6 and var.loc["n=1", "n_runs"] == 2
 
 
@@ -95,7 +103,8 @@ def test_tightening_the_target_runs_only_the_missing_repetitions(tmp_path):
 def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
     # a fixed k with policy remeasure: configurations above the CV threshold are measured again, up to 2k
     results = tmp_path / "results"
-    new, out = perfsweep_run(tmp_path, config(results, 2, cv_threshold=0.05, policy="remeasure"))
+    new, out = perfsweep_run(tmp_path, config(results, 2, cv_threshold=0.05, policy="remeasure"),
+                             f"{results}/tables/s/medians.csv")  # (the figures add time, not cases)
     assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1), ("n=2", 2), ("n=2", 3)]
     assert "CV <= 5 % (remeasure)" in out
     agg = pd.read_csv(results / "tables" / "s" / "medians.csv").set_index("config_id")
@@ -114,7 +123,7 @@ def test_points_an_adaptive_design_adds_get_adaptive_repetitions_too(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     plan = subprocess.run([str(BIN / "perfsweep"), "plan", "c.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert "5 runs (0 measured, up to 14 with its rounds and adaptive repetitions)" in plan.stdout, plan.stdout
-    new, _ = perfsweep_run(tmp_path, cfg)
+    new, _ = perfsweep_run(tmp_path, cfg, f"{tmp_path}/results/tables/s/runs.csv")  # (no models, figures: no case)
     points = json.loads((tmp_path / "results" / "plan" / "s" / "points.json").read_text())["points"]
     assert len(points) == 2  # the design's round added two points to the 5 of the lines ...
     per_config = pd.Series([cid for cid, _, _ in new]).value_counts()
@@ -238,23 +247,6 @@ def test_repetitions_settled_once_every_unmeasured_configuration_is_planned_to_m
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, True)  # nothing new measured
     sweep = load_config(config(tmp_path / "r", {"min": 2, "max": 6}))  # a batch of 2 more, still below 6
     assert rounds.adaptive_repetitions(sweep, tmp_path / "r") == (False, False)  # 4 planned, 2 measured
-
-
-def test_the_html_report_comes_with_the_last_snakemake_run(tmp_path):
-    """`perfsweep run` without --no-report: the rounds, then one Snakemake for the whole workflow that also
-    writes the report (--report-after-run), not a Snakemake more after it (each start costs a DAG)."""
-    (tmp_path / "calls").mkdir()
-    cfg = config(tmp_path / "results", {"min": 2, "max": 4, "until": {"cv": 0.01}})
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    proc = subprocess.run([str(BIN / "perfsweep"), "run", "c.yaml", "--cores", "2"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    starts = [line for line in proc.stdout.splitlines() if line.startswith("+ ")]
-    # round 1, then round 2 (its repetitions reach max: nothing can be planned after it) with the whole workflow
-    assert ["runs" in s.split() for s in starts] == [True, False]
-    assert [("--report-after-run" in s.split(), str(tmp_path / "results" / "report.html") in s.split()) for s in starts] \
-        == [(False, False), (True, True)]
-    assert (tmp_path / "results" / "report.html").stat().st_size > 0 and "perfsweep: report written" in proc.stdout
 
 
 def test_a_users_report_is_written_by_the_last_start_only():

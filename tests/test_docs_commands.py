@@ -12,6 +12,8 @@ import os
 import re
 import shutil
 import subprocess
+import zipfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import pytest
 import yaml
 
 from conftest import BIN, REPO
+from test_plots import assert_figure
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 SHELL = {"", "sh", "bash", "shell", "console"}  # info strings of fenced blocks that hold commands
@@ -106,17 +109,11 @@ COVERED = {
         ("tests/test_overhead.py::test_paper_target_writes_the_reproduction", ['"paper_hofinger"']),
 }
 
-# (a) Commands run by test_documented_commands_run, in this order, in one user directory (see user_dir).
-SMALL_SWEEP = {
-    "app": {"name": "ljmd", "args": {"steps": 4}},
-    "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1},
-    "repetitions": 2,
-    "timeout": 120,
-    "studies": {"T_n_p": {"vary": {"n": [100, 150, 200, 250, 300], "p": [1, 2, 3]}}},
-    "results": "results",
-}
+# (a) Commands run by test_documented_commands_run, in this order, in one user directory (see user_dir): a
+# copy of the session's shared ljmd sweep (tests/sweeps/ljmd.py), whose studies are named as the default
+# config's, so that the commands that read a sweep's results run on it as the docs write them.
 RUN = [
-    "make run",  # config/config.yaml of the user directory: SMALL_SWEEP
+    "make run",  # config/config.yaml of the user directory: the shared sweep's config (its report removed)
     ".venv/bin/perfsweep validate my.yaml",
     ".venv/bin/perfsweep plan my.yaml",
     "make run CONFIG=my.yaml",
@@ -219,10 +216,15 @@ def test_links_between_the_docs_resolve():
 
 
 @pytest.fixture(scope="module")
-def user_dir(tmp_path_factory):
+def user_dir(ljmd_sweep, tmp_path_factory):
     """A user's directory beside the checkout: its venv (a link), the Makefile, a config/config.yaml and my.yaml
-    of a small sweep (SMALL_SWEEP), and the reference data the docs model (a link)."""
-    home = tmp_path_factory.mktemp("docs-commands")
+    of a small sweep (the shared ljmd sweep's config), and the reference data the docs model (a link).
+    The sweep is the shared one (a copy: the commands add a report and figures to it), measured by the
+    command `make run` runs (perfsweep run CONFIG --cores N, tests/sweeps/ljmd.py); its report removed, so
+    that `make run` here must write it again."""
+    home = ljmd_sweep.copy(tmp_path_factory.mktemp("docs-commands") / "user")
+    (home.results / "report.html").unlink()
+    home = home.work
     (home / ".venv").symlink_to(REPO / ".venv")
     (home / "resources").symlink_to(REPO / "resources")
     shutil.copy2(REPO / "Makefile", home / "Makefile")
@@ -232,7 +234,7 @@ def user_dir(tmp_path_factory):
     os.utime(home / "pyproject.toml", (stamp.stat().st_mtime - 60,) * 2)  # set up: make run installs nothing
     (home / "config").mkdir()
     for path in (home / "config" / "config.yaml", home / "my.yaml"):
-        path.write_text(yaml.safe_dump(SMALL_SWEEP, sort_keys=False))
+        shutil.copy2(home / "c.yaml", path)
     return home
 
 
@@ -242,25 +244,52 @@ def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
+ZIP_REPORT = ".venv/bin/perfsweep run my.yaml --cores 2 -- --report results/report.zip"
+
+
+def each_model_figure(results):
+    """{study: names of the per-model PNGs in figures/<study>/models/} (full size; not in the HTML report)."""
+    return {d.parent.name: sorted(p.name for p in d.glob("*.png")) for d in results.glob("figures/*/models")}
+
+
 @pytest.mark.slow
 def test_documented_commands_run(user_dir):
+    results = user_dir / "results"
     out = {}
     for cmd in RUN:
+        if cmd == ZIP_REPORT:  # each model's figures: drawn only for a zip report (tests/test_report.py)
+            assert each_model_figure(results) == {}
         proc = run(cmd, user_dir)
         assert proc.returncode == 0, (cmd, proc.stdout[-3000:], proc.stderr[-3000:])
         assert "Traceback" not in proc.stderr, (cmd, proc.stderr[-3000:])
         out[cmd] = proc.stdout + proc.stderr
-    results = user_dir / "results"
-    # make run swept config/config.yaml: 15 configurations x 2 repetitions, models and report
-    records = [json.loads(p.read_text()) for p in (results / "runs" / "T_n_p").glob("*/rep*.json")]
-    assert len(records) == 30 and all(r["status"] == "ok" for r in records)
+    # make run: the sweep of config/config.yaml (3 studies, 30 configurations x 2 repetitions) with its
+    # models, and the report it wrote again
+    records = [json.loads(p.read_text()) for p in results.glob("runs/*/*/rep*.json")]
+    assert len(records) == 60 and all(r["status"] == "ok" for r in records)
     assert (results / "report.html").stat().st_size > 0
     assert "pip install" not in out["make run"]  # the venv was set up: nothing installed
     # validate and plan say what would be measured; the later runs of the same sweep measure nothing again
-    assert "30 runs" in out[".venv/bin/perfsweep validate my.yaml"], out[".venv/bin/perfsweep validate my.yaml"]
-    assert "30 runs (30 measured)" in out[".venv/bin/perfsweep plan my.yaml"], out[".venv/bin/perfsweep plan my.yaml"]
-    assert len(list((results / "runs" / "T_n_p").glob("*/rep*.json"))) == 30
-    # the zip report carries each model's full-size figures
-    assert (results / "report.zip").stat().st_size > 0 and any((results / "figures" / "T_n_p" / "models").glob("*.png"))
+    assert "60 runs" in out[".venv/bin/perfsweep validate my.yaml"], out[".venv/bin/perfsweep validate my.yaml"]
+    assert "60 runs (60 measured)" in out[".venv/bin/perfsweep plan my.yaml"], out[".venv/bin/perfsweep plan my.yaml"]
+    assert len(list(results.glob("runs/*/*/rep*.json"))) == 60
+    # the zip report carries each model's full-size figures, of every study, each drawn with its data
+    assert (results / "report.zip").stat().st_size > 0
+    assert sorted(each_model_figure(results)) == ["T_n_m", "T_n_m_c", "T_n_p"]
+    with zipfile.ZipFile(results / "report.zip") as z:
+        names = Counter(Path(n).name for n in z.namelist())
+    assert names["report.html"] == 1 and names["model_sheet.png"] == 3
+    # each model's figures of every study (the same names recur across studies, each stored once a study)
+    wanted = Counter(name for figures in each_model_figure(results).values() for name in figures)
+    assert wanted and all(names[name] >= k for name, k in wanted.items()), wanted - names
+    for study in each_model_figure(results):
+        # dtype: a constant model ("0.000276") would otherwise be read as a number
+        models = pd.read_csv(results / "models" / study / "models.csv", dtype={"model": str})
+        fitted = models[models["model"].fillna("").str.len() > 0]
+        assert {"all", "step/forces"} <= set(fitted["region"])  # ljmd's nested regions are modeled too
+        for metric, region in zip(fitted["metric"], fitted["region"]):
+            for suffix in ("", "__vs_measurement"):
+                png = results / "figures" / study / "models" / f"{metric}__{region.replace('/', '-')}{suffix}.png"
+                assert len(assert_figure(png)) > 0, png  # decodes, shows something, its CSV has the data
     assert "n = 4000, p = 8: " in out[".venv/bin/perfsweep predict results/models/T_n_p/models.json n=4000 p=1,2,4,8"]
     assert pd.read_csv(user_dir / "models" / "mm" / "models.csv").shape[0] > 0

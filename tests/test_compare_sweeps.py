@@ -242,6 +242,22 @@ def test_synthetic_faster_growth_is_a_worse_class(tmp_path):
     assert "worse" in html and html.count("<img") == len(r.rows) and "http" not in html.replace("http-equiv", "")
 
 
+def test_synthetic_unresolved_rows_are_named_in_the_json(tmp_path):
+    """Sides whose repetitions spread by 30 % (seeded): the rows that cannot resolve the threshold are
+    named in the JSON's ``unresolved`` list (study/region/metric), the whole run among them, as the
+    summary line names them (the two-sweep whole-program test asserted this where its host was too loaded
+    to resolve 20 %; the summary line itself: tests/test_compare_gate.py)."""
+    from perfsweep.compare import judge, load
+
+    a = synthetic_side(tmp_path, "a", {}, noise=0.3, seed=21)
+    b = synthetic_side(tmp_path, "b", {"r5": 1.2}, noise=0.3, seed=22)
+    expected = [f"{x.study}/{x.region}/{x.metric}" for x in judge.compare(load.load_side(a), load.load_side(b)).unresolved()]
+    proc = compare(a, b, "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["unresolved"] == expected and "S/all/time" in expected, (data["unresolved"], expected)
+
+
 def test_holm():
     from perfsweep.compare.statistics import holm
 

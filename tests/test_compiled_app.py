@@ -67,7 +67,7 @@ def test_ljrate_builds_and_prints_a_time_and_a_rate(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timing
-def test_a_compiled_apps_rate_gets_a_model_that_predicts_beyond_the_grid(paired_ljrate):
+def test_a_compiled_apps_rate_gets_a_model(paired_ljrate):
     """The before variant of the shared ljrate sweep: its rate carries the declared unit and direction
     through the tables and the models, p = 3 is marked oversubscribed, the rate falls with s^3 atoms (about
     8x over the grid: more than 4x asserted; the runs are timed in CPU time, 1-4 % apart here), the

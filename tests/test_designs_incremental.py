@@ -12,60 +12,73 @@ import pytest
 import yaml
 
 from conftest import snakemake
+from sweeps.tiny import DESIGN_APP, design_config
 
 pytestmark = pytest.mark.slow
 
-APP = "import sys, time; n, m = map(float, sys.argv[1:3]); time.sleep(0.01 * n * m); print('ok')"
+APP = DESIGN_APP
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
-
-
-def write_config(path, results, design, k=1):
-    cfg = {
-        "app": {"command": f"{{launcher}} {sys.executable} -c \"{APP}\" {{n}} {{m}}"},
-        "parameters": {"n": 1, "m": 1},
-        "studies": {"nm": {"vary": {"n": [1, 2, 3], "m": [1, 2, 3]}, "design": design}},
-        "repetitions": k,
-        "results": str(results),
-    }
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
 def runs_in(output):
     return len(re.findall(r"^\s*(?:local)?rule run:", output, re.MULTILINE))
 
 
-def run_jobs(cfgfile, cwd):
-    proc = snakemake("--cores", "2", "--configfile", cfgfile, cwd=cwd)
+def run_jobs(cfgfile, cwd, *targets):
+    proc = snakemake(*targets, "--cores", "2", "--configfile", cfgfile, cwd=cwd)
     return runs_in(proc.stdout + proc.stderr)
 
 
-def test_switching_designs_reruns_nothing_measured(tmp_path):
+def test_switching_designs_or_adding_validation_points_reruns_nothing_measured(tmp_path):
+    """One sweep (k = 2) through designs and then validation points: each step measures only what no
+    step measured before. Up to the grid figure first (it shows the design's points), then up to every
+    record and the medians, and with validation points up to the models (what they change)."""
     cfg, results = tmp_path / "c.yaml", tmp_path / "results"
-    write_config(cfg, results, {"kind": "sparse", "extra": 1})
-    assert run_jobs(cfg, tmp_path) == 6  # the lines through (1, 1): 5 points, and 1 extra point
-    medians = pd.read_csv(results / "tables" / "nm" / "medians.csv")
-    assert len(medians) == 6 and (results / "figures" / "nm" / "grid.png").exists()
-    write_config(cfg, results, {"kind": "sparse", "extra": 2})  # one more extra point: only it
-    assert run_jobs(cfg, tmp_path) == 1
-    write_config(cfg, results, "full")  # the full grid: only the 2 points no design measured
-    assert run_jobs(cfg, tmp_path) == 2
-    assert len(pd.read_csv(results / "tables" / "nm" / "medians.csv")) == 9
-    write_config(cfg, results, {"kind": "sparse", "extra": 2})  # and back: nothing
-    assert run_jobs(cfg, tmp_path) == 0
-    assert len(pd.read_csv(results / "tables" / "nm" / "medians.csv")) == 7
-    assert len(list((results / "archive").rglob("*.json"))) == 9  # every configuration measured once
+    upto = ("runs", f"{results}/tables/nm/medians.csv")
+    models = results / "models" / "nm" / "models.json"
+
+    def write(design, validate=None):
+        cfg.write_text(yaml.safe_dump(design_config(design, validate, k=2, results=results), sort_keys=False))
+
+    def medians():
+        table = pd.read_csv(results / "tables" / "nm" / "medians.csv")
+        return table[~table["validation"]] if "validation" in table else table
+
+    write({"kind": "sparse", "extra": 1})
+    assert run_jobs(cfg, tmp_path, *upto, f"{results}/figures/nm/grid.png") == 6 * 2  # the lines through (1, 1): 5 points, and 1 extra point
+    assert len(medians()) == 6 and (results / "figures" / "nm" / "grid.png").exists()
+    write({"kind": "sparse", "extra": 2})  # one more extra point: only it
+    assert run_jobs(cfg, tmp_path, *upto) == 1 * 2
+    write("full")  # the full grid: only the 2 points no design measured
+    assert run_jobs(cfg, tmp_path, *upto) == 2 * 2
+    assert len(medians()) == 9
+
+    # a validation point: its runs only, with the study's k
+    write("full", [{"n": 6, "m": 2}])
+    assert run_jobs(cfg, tmp_path, *upto, models) == 1 * 2
+    before = models.stat().st_mtime_ns
+    write("full", [{"n": 6, "m": 2}, {"n": 3, "m": 6}])  # one more: only it, and the stages after the runs
+    proc = snakemake(*upto, models, "--cores", "2", "--configfile", cfg, cwd=tmp_path)
+    out = proc.stdout + proc.stderr
+    assert runs_in(out) == 2  # the new point's two repetitions, nothing else measured
+    assert "rule models:" in out and models.stat().st_mtime_ns > before
+    entry = next(e for e in json.loads(models.read_text()) if e["region"] == "all" and e["metric"] == "time")
+    assert sorted(list(p["parameters"].values()) for p in entry["validation"]) == [[3.0, 6.0], [6.0, 2.0]]
+
+    write({"kind": "sparse", "extra": 2}, [{"n": 6, "m": 2}, {"n": 3, "m": 6}])  # and back: nothing
+    assert run_jobs(cfg, tmp_path, *upto, models) == 0
+    assert len(medians()) == 7
+    assert len(list((results / "archive").rglob("*.json"))) == (9 + 2) * 2  # every configuration measured once
 
 
-def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
-    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
-    write_config(cfg, results, {"kind": "adaptive", "extra": 0, "per_round": 2, "rounds": 1}, k=2)
-    cmd = [str(PERFSWEEP), "run", str(cfg), "--cores", "2", "--no-report", "--", str(results / "tables" / "nm" / "runs.csv")]
+def test_an_adaptive_round_runs_only_the_points_it_added(adaptive_validation_sweep, tmp_path):
+    """The shared adaptive_validation_sweep (tests/sweeps/tiny.py): k = 2, one round of 2 points, and a
+    validation point of 3 repetitions (measured in round 1, tests/test_validation_sweep.py)."""
+    sweep = adaptive_validation_sweep
+    results = sweep.results
     # one stream, in order: Snakemake's log of each round, then perfsweep's line that starts the next
-    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    out = proc.stdout
-    assert proc.returncode == 0, out[-4000:]
-    first, _, second = out.partition("perfsweep: round 2 ")  # "round 2 of at most 8: ..." (perfsweep.steps.rounds)
-    assert runs_in(first) == 10  # the 5 line points x 2 repetitions
+    first, _, second = sweep.stdout.partition("perfsweep: round 2 ")  # "round 2 of at most 8: ..." (perfsweep.steps.rounds)
+    assert runs_in(first) == 10 + 3  # the 5 line points x 2 repetitions (and the validation point's 3)
     assert runs_in(second) == 4  # the 2 points the round added x 2 repetitions, nothing else
     state = json.loads((results / "plan" / "nm" / "points.json").read_text())
     # after its one round the design stops: for stable lead terms if the 2 points left the lead as it was
@@ -73,9 +86,12 @@ def test_an_adaptive_round_runs_only_the_points_it_added(tmp_path):
     stable = state["rounds"][-1]["lead"] == state["rounds"][-2]["lead"]
     assert len(state["points"]) == 2 and state["stopped"] == ("lead terms stable" if stable else "all rounds done")
     runs = pd.read_csv(results / "tables" / "nm" / "runs.csv")
-    assert set(runs["config_id"]) >= set(state["points"]) and len(runs) == 14
-    # the same command again: the design has stopped, nothing runs
-    proc = subprocess.run(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    assert proc.returncode == 0 and runs_in(proc.stdout) == 0
+    assert set(runs["config_id"]) >= set(state["points"]) and len(runs[~runs["validation"]]) == 14
+    # the same command again (on a copy, up to the runs table): the design has stopped, nothing runs
+    copy = sweep.copy(tmp_path / "copy")
+    proc = subprocess.run([str(PERFSWEEP), "run", "c.yaml", "--cores", "2", "--no-report", "--",
+                           "results/tables/nm/runs.csv"], cwd=copy.work, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert proc.returncode == 0 and runs_in(proc.stdout) == 0, proc.stdout[-3000:]
     assert "round 2" not in proc.stdout
-    assert len(list((results / "archive").rglob("*.json"))) == 14  # every run once
+    assert len(list((copy.results / "archive").rglob("*.json"))) == 14 + 3  # every run once

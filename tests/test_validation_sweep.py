@@ -1,7 +1,7 @@
 """Validation points in real sweeps (the real Snakemake and ``perfsweep run``, counting benchmark runs as
 tests/test_designs_incremental.py does): planned, measured, never fitted or used as design points,
-reported; adding one measures only it. And oversubscription recognised from the run records (real
-MPI ranks of the built-in ljmd under a CPU affinity of one core)."""
+reported (that adding one measures only it: tests/test_designs_incremental.py). And oversubscription
+recognised from the run records (real MPI ranks of the built-in ljmd under a CPU affinity of one core)."""
 
 import json
 import os
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import BIN, REPO, snakemake
+from conftest import BIN, REPO
 from test_designs_incremental import APP, PERFSWEEP, runs_in
 
 pytestmark = pytest.mark.slow
@@ -30,21 +30,19 @@ def write_config(path, results, design, validate, k=1):
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
-def test_validation_points_are_planned_measured_never_fitted_and_reported(tmp_path):
+def test_validation_points_are_planned_measured_never_fitted_and_reported(adaptive_validation_sweep, tmp_path):
     """An adaptive study (k = 2) with one validation point (3 repetitions), by perfsweep run: the plan counts it,
     the first round measures it beside the design's points, the round's fit and the points it adds
-    leave it out, and the models table, predictions, models.json, the report and predict show it."""
-    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
-    write_config(cfg, results, {"kind": "adaptive", "extra": 0, "per_round": 2, "rounds": 1},
-                 {"points": [{"n": 6, "m": 2}], "repetitions": 3}, k=2)
+    leave it out, and the models table, predictions, models.json, the report and predict show it.
+    The sweep is the shared adaptive_validation_sweep (tests/sweeps/tiny.py); the plan is of its config
+    before any run."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(adaptive_validation_sweep.config_file.read_text())
     plan = subprocess.run([str(PERFSWEEP), "plan", str(cfg)], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert "  nm validation: 1 point beyond the grid (measured, never fitted); 3 runs (0 measured)" in plan.stdout
     assert "total: 6 configurations, 13 runs (0 measured)" in plan.stdout  # 5 design points x 2 + 1 x 3
-    proc = subprocess.run([str(PERFSWEEP), "run", str(cfg), "--cores", "2"], cwd=tmp_path,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-    out = proc.stdout
-    assert proc.returncode == 0, out[-4000:]
-    first, _, second = out.partition("perfsweep: round 2 ")
+    results = adaptive_validation_sweep.results
+    first, _, second = adaptive_validation_sweep.stdout.partition("perfsweep: round 2 ")
     assert runs_in(first) == 13 and runs_in(second) == 4  # the round adds 2 design points, 2 runs each
     state = json.loads((results / "plan" / "nm" / "points.json").read_text())
     assert "n=6_m=2" not in state["rounds"][0]["fitted"] and len(state["rounds"][0]["fitted"]) == 5
@@ -91,34 +89,15 @@ def test_validation_points_are_planned_measured_never_fitted_and_reported(tmp_pa
     assert pred[pred.index(checks[0]) + 1].startswith("n = 10, m = 1: t = ")
 
 
-def test_adding_a_validation_point_measures_only_it(tmp_path):
-    cfg, results = tmp_path / "c.yaml", tmp_path / "results"
-    write_config(cfg, results, "full", [{"n": 6, "m": 2}], k=2)
-    proc = snakemake("--cores", "2", "--configfile", cfg, cwd=tmp_path)
-    assert runs_in(proc.stdout + proc.stderr) == 20  # 9 x 2 + 1 x 2 (the study's k)
-    models = results / "models" / "nm" / "models.json"
-    before = models.stat().st_mtime_ns
-    write_config(cfg, results, "full", [{"n": 6, "m": 2}, {"n": 3, "m": 6}], k=2)
-    proc = snakemake("--cores", "2", "--configfile", cfg, cwd=tmp_path)
-    out = proc.stdout + proc.stderr
-    assert runs_in(out) == 2  # the new point's two repetitions, nothing else measured
-    assert "rule models:" in out and models.stat().st_mtime_ns > before  # and the stages after the runs
-    entry = next(e for e in json.loads(models.read_text()) if e["region"] == "all" and e["metric"] == "time")
-    assert sorted(list(p["parameters"].values()) for p in entry["validation"]) == [[3.0, 6.0], [6.0, 2.0]]
-    assert len(list((results / "archive").rglob("*.json"))) == 22  # every run once
-    proc = snakemake("--cores", "2", "--configfile", cfg, cwd=tmp_path)
-    assert runs_in(proc.stdout + proc.stderr) == 0
-
-
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs for a run of 2 ranks that is not oversubscribed")
 def test_oversubscription_is_recognised_from_the_records(tmp_path):
-    """Real ljmd runs of 1 and 2 ranks: under an affinity of one CPU the records say 1 core and p = 2
+    """Real ljmd runs of 1 and 2 ranks (one n: the ranks are what differs): under an affinity of one CPU the records say 1 core and p = 2
     is oversubscribed, p = 1 not; with two CPUs neither is."""
     def sweep(name, cpus):
         results = tmp_path / name
         cfg = {"app": {"name": "ljmd", "args": {"steps": 2}}, "parameters": {"n": 100, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
                "repetitions": 1, "results": str(results),
-               "studies": {"np": {"vary": {"n": [100, 120], "p": [1, 2]}}}}
+               "studies": {"np": {"vary": {"p": [1, 2]}}}}  # (a second n adds runs, not cases)
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
         cmd = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), str(results / "tables" / "np" / "aggregate.csv"),
                "--cores", "1", "--configfile", str(tmp_path / f"{name}.yaml")]
@@ -133,6 +112,6 @@ def test_oversubscription_is_recognised_from_the_records(tmp_path):
     one = sorted(os.sched_getaffinity(0))[:1]
     runs, over = sweep("one", set(one))
     assert (runs["cores"] == 1).all() and (runs["status"] == "ok").all()
-    assert over == {"n=100_p=1": False, "n=100_p=2": True, "n=120_p=1": False, "n=120_p=2": True}
+    assert over == {"p=1": False, "p=2": True}
     runs, over = sweep("two", set(sorted(os.sched_getaffinity(0))[:2]))
-    assert (runs["cores"] == 2).all() and not any(over.values()) and len(over) == 4
+    assert (runs["cores"] == 2).all() and not any(over.values()) and len(over) == 2

@@ -114,6 +114,8 @@ def run_ljmd(tmp_path, nprocs, *args):
 
 @pytest.mark.slow
 def test_energy_is_conserved_over_200_steps(tmp_path):
+    """One run of its own (1 rank, 200 steps): the shared ljmd sweep's runs take 4 steps, too few to see
+    a drift."""
     r = run_ljmd(tmp_path, 1, "--n", 150, "--m", 2, "--d", 0.4, "--c", 2.0, "--steps", 200, "--dt", 0.001)
     assert r["extra"]["energy_drift"] < 1e-3
 

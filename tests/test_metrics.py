@@ -167,6 +167,8 @@ def test_mdanalysis_speedup_matches_published_column():
 
 @pytest.mark.slow
 def test_paper_mdanalysis_target(tmp_path):
+    """The paper target of its own Snakemake start: it reads the published MDAnalysis data and runs no
+    benchmark, so no shared sweep holds what it makes."""
     from conftest import run_paper_target
 
     out = run_paper_target("paper_mdanalysis", tmp_path, mdanalysis_dir=MDA) / "paper" / "mdanalysis-rmsd"

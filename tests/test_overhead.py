@@ -115,6 +115,8 @@ def test_errors(n, t, t1, message):
 
 @pytest.mark.slow
 def test_paper_target_writes_the_reproduction(tmp_path):
+    """The paper target of its own Snakemake start: it runs no benchmark (asserted), so no shared sweep
+    holds what it makes."""
     from conftest import run_paper_target
 
     out = run_paper_target("paper_hofinger", tmp_path, hofinger_table=TABLE) / "paper" / "hofinger2018"

@@ -60,6 +60,8 @@ def test_report_pages_writes_one_page_per_output(tmp_path):
 
 @pytest.mark.slow
 def test_a_real_job_with_a_mismatched_key_fails_before_running(tmp_path):
+    """A Snakefile of its own (one rule, no sweep): the mismatched key of its rule is what it tests, and
+    no rule of the project's workflow has one."""
     (tmp_path / "Snakefile").write_text(f'''
 rule bad:
     output:

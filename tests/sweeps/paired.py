@@ -6,11 +6,12 @@ run one after the other cannot cancel the drift: the two-sweep tests this replac
 - ``paired_ljmd``: the tiny ljmd study T(n) (150 steps, n = 400-1200, as bench/compare_power.py's) with
   the known changes the compare tests assert, each a variant: ``before``; ``whole`` (steps 180: every
   step more work, the whole program 20 % slower); ``region`` (``slow-region forces=1.2``: the force
-  region 20 % slower); ``copy`` (the same app as before: a replicate). bench/compare_power.py measured this design
-  with 5 repetitions ten times on this host, idle and under bench/busy.py's load
-  (bench/results/compare_power): no false alarm of the replicates in 60, the region caught 20 of 20, the
-  whole program 19 of 20 (the one miss: a trial whose minimum detectable effect, mde, the host had pushed
-  above 20 %), median mde 1.5-1.9 %, the neighbour region "no significant change" in every region trial.
+  region 20 % slower); ``copy`` (the same app as before: a replicate). bench/compare_power.py measured
+  this design with 5 repetitions in ten trials on this host idle and ten while other work loaded it
+  (load average 3.6-5; bench/results/compare_power): no false alarm of the replicates in 60, the region
+  caught 20 of 20, the whole program 19 of 20 (the one miss: a trial whose minimum detectable effect,
+  mde, the host had pushed above 20 %), median mde 1.4-1.9 %, and idle the neighbour region "no
+  significant change" in every region trial.
   Here 4 repetitions first (20 pairs); the rule of paired_ljmd measures once more where the host spread
   them.
 - ``paired_ljrate``: tests/apps/ljrate.c built with the venv's mpicc, s = 8, 12, 16, p = 1-3 (p = 3

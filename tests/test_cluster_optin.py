@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from conftest import REPO
-from test_slurm import OPT_IN, cluster_skip_reason
+from sweeps.slurm import OPT_IN, cluster_skip_reason
 
 DAEMONS = {"slurmctld", "slurmd", "slurmdbd", "munged"}
 

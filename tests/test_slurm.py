@@ -1,86 +1,32 @@
 """The cluster path against a real SLURM controller and two nodes n1, n2 of one CPU each on this host
-(perfsweep.cluster.local_slurm), through workflow/profiles/local-slurm."""
+(perfsweep.cluster.local_slurm), through workflow/profiles/local-slurm. Every test reads one of the
+session's cluster sweeps (tests/sweeps/slurm.py runs them all at once, the cluster started once)."""
 
 import json
 import os
 import subprocess
-import time
 
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import BIN, REPO
+from sweeps.slurm import OPT_IN, cluster_skip_reason, debian_mpi4py_on_open_mpi  # noqa: F401 (test_cluster_optin)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-PROFILE = REPO / "workflow" / "profiles" / "local-slurm"
 
 
-OPT_IN = "PERFSWEEP_TEST_SLURM"
+def finished(sweep):
+    """A sweep's records, once its Snakemake ended well."""
+    assert sweep.returncode == 0, sweep.output[-4000:]
+    return sweep.records()
 
 
-def cluster_skip_reason(env=os.environ, euid=None):
-    """Why the cluster tests cannot run here, or None. They start daemons (munged, slurmctld, one slurmd
-    per node), so they run only when asked: PERFSWEEP_TEST_SLURM=1 (.ci/run sets it)."""
-    if env.get(OPT_IN) != "1":
-        return f"SLURM tests start daemons: set {OPT_IN}=1 to run them (.ci/run does)"
-    if (os.geteuid() if euid is None else euid) != 0:
-        return "the local SLURM cluster needs root"
-    return None
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    """The local multi-node cluster, started for this module and stopped after it (with everything
-    local_slurm started, munged too). Installs nothing: with the opt-in and no SLURM, the tests fail."""
-    reason = cluster_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    from perfsweep.cluster import local_slurm
-
-    before = local_slurm.running()
-    # the machine's own slurm.conf: after a killed session, not the one that session left in place
-    conf = local_slurm.machine_conf()
-    nodes = local_slurm.start(nodes=2)
-    yield nodes
-    if not before:  # leave a cluster someone else started running, stop ours
-        local_slurm.stop(quiet=True)
-        # the machine's slurm.conf as it was (none: a SLURM client would wait for the gone controller)
-        assert (local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None) == conf
-
-
-def snakemake_slurm(cfgfile, cwd, *extra, background=False):
-    # targets first: --configfile takes every following word as another config file
-    cmd = [str(BIN / "snakemake"), *extra, "--snakefile", str(REPO / "Snakefile"), "--profile", str(PROFILE),
-           "--configfile", str(cfgfile)]
-    if background:
-        return subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=1200)
-
-
-def records(results):
-    return {str(p.relative_to(results / "runs")): json.loads(p.read_text()) for p in (results / "runs").rglob("*.json")}
-
-
-def write_config(tmp_path, **cfg):
-    cfg = {"results": str(tmp_path / "results"), **cfg}
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return tmp_path / "c.yaml"
-
-
-LJMD = {"app": {"name": "ljmd", "args": {"steps": 4}},
-        "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1}}
-
-
-def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
-    cfg = write_config(tmp_path, **LJMD, repetitions=2,
-                       studies={"np": {"vary": {"n": [100, 200], "p": [1, 2]}},
-                                "mp": {"vary": {"m": [1, 2], "p": [1, 2]}}})
-    targets = [str(tmp_path / "results" / "tables" / s / "medians.csv") for s in ("np", "mp")]
-    proc = snakemake_slurm(cfg, tmp_path, *targets)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    recs = records(tmp_path / "results")
-    assert len(recs) == 16
+def test_sweep_runs_through_slurm_to_the_medians(slurm_sweeps):
+    """The ordinary sweep (default launcher srun, one job per run): every run one allocation of its p
+    CPUs, a 2-rank run one rank on each node; the medians of 2 repetitions; run again, nothing to do."""
+    sweep = slurm_sweeps["srun"]
+    recs = finished(sweep)
+    assert len(recs) == 4
     for rec in recs.values():
         p = rec["parameters"]["p"]
         assert rec["status"] == "ok"
@@ -92,39 +38,42 @@ def test_sweep_runs_through_slurm_to_the_medians(cluster, tmp_path):
         assert rec["nodes"] == (["n1", "n2"] if p == 2 else [rec["slurm"]["nodelist"]])
         assert sum(rec["ranks_per_node"].values()) == p and max(rec["ranks_per_node"].values()) == 1
         assert rec["cores"] == p  # the allocation's CPUs (one per task), not the host's: never oversubscribed
-    assert len({r["slurm"]["job_id"] for r in recs.values()}) == 16  # one allocation per run
-    for study in ("np", "mp"):
-        med = pd.read_csv(tmp_path / "results" / "tables" / study / "medians.csv").set_index("config_id")
-        assert len(med) == 4 and (med["n_runs"] == 2).all() and not med["oversubscribed"].any()
-        # the medians come from a configuration's undisturbed runs where it has any (tables.undisturbed_where_any):
-        # n1 and n2 are this host's two cores, so two jobs at once may disturb each other's runs
-        some = med["n_disturbed"] < med["n_runs"]
-        used = (med["n_runs"] - med["n_disturbed"]).where(some, med["n_runs"])
-        assert (med["n_ok"] == used).all(), med[["n_ok", "n_runs", "n_disturbed"]]
-    again = snakemake_slurm(cfg, tmp_path, *targets)
-    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
-    # sane next to a local run of the same configurations (same machine, same run; a loose bound)
+    assert len({r["slurm"]["job_id"] for r in recs.values()}) == 4  # one allocation per run
+    med = pd.read_csv(sweep.results / "tables" / "np" / "medians.csv").set_index("config_id")
+    assert len(med) == 2 and (med["n_runs"] == 2).all() and not med["oversubscribed"].any()
+    # the medians come from a configuration's undisturbed runs where it has any (tables.undisturbed_where_any):
+    # n1 and n2 are this host's two cores, so two jobs at once may disturb each other's runs
+    some = med["n_disturbed"] < med["n_runs"]
+    used = (med["n_runs"] - med["n_disturbed"]).where(some, med["n_runs"])
+    assert (med["n_ok"] == used).all(), med[["n_ok", "n_runs", "n_disturbed"]]
+    returncode, output = sweep.again
+    assert returncode == 0 and "Nothing to be done" in output, output[-3000:]
+
+
+@pytest.mark.timing
+def test_cluster_run_times_are_sane_next_to_local_runs(slurm_sweeps, tmp_path, monkeypatch):
+    """The ordinary sweep's runs (about 0.1 s each, p = 1 and 2) against local runs of the same configurations on the
+    same machine: within a factor of 10 either way, a bound that a busy host (2-3x) cannot cross but a
+    broken launch can (ranks of two nodes bound to one core took 25x as long). Measured once."""
     from perfsweep.config import load_config_file
     from perfsweep.sweep.run import execute
     from perfsweep.sweep.spec import RunSpec
 
-    sweep = load_config_file(cfg)
-    for c in sweep.study("np").configurations():
-        local = [execute(RunSpec.build(sweep, c, k), tmp_path / "local" / f"{c.config_id}-{k}.json")["time"]
-                 for k in range(2)]
+    sweep = slurm_sweeps["srun"]
+    recs = finished(sweep)
+    config = load_config_file(sweep.config_file)
+    monkeypatch.chdir(sweep.work)  # where the sweep ran its runs (its results are relative)
+    for c in config.study("np").configurations():
+        local = [execute(RunSpec.build(config, c, k), tmp_path / f"{c.config_id}-{k}.json")["time"] for k in range(2)]
         on_cluster = [r["time"] for r in recs.values() if r["run_id"].startswith(f"np/{c.config_id}/")]
         assert 0.1 < min(on_cluster) / min(local) < 10, (c.config_id, on_cluster, local)
 
 
-def two_node_study(tmp_path, cluster_section, app=None, **extra):
-    """p = 1, 2 over the 2 one-CPU nodes through the given launcher; returns the records."""
-    cfg = write_config(tmp_path, **(app or LJMD), repetitions=2, cluster=cluster_section,
-                       studies={"p": {"vary": {"p": [1, 2]}}}, **extra)
-    target = str(tmp_path / "results" / "tables" / "p" / "medians.csv")
-    proc = snakemake_slurm(cfg, tmp_path, target)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    recs = list(records(tmp_path / "results").values())
-    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
+def two_node_records(sweep, reps):
+    """p = 1, 2 over the 2 one-CPU nodes through the sweep's launcher: every run ok, a 2-rank run one rank
+    on each node; returns the records."""
+    recs = list(finished(sweep).values())
+    assert len(recs) == 2 * reps and all(r["status"] == "ok" for r in recs), [r.get("error") for r in recs]
     for rec in recs:
         if rec["parameters"]["p"] == 2:
             assert rec["nodes"] == ["n1", "n2"] and rec["ranks_per_node"] == {"n1": 1, "n2": 1}
@@ -132,42 +81,29 @@ def two_node_study(tmp_path, cluster_section, app=None, **extra):
     return recs
 
 
-def test_mpich_mpiexec_spans_two_nodes_in_bundles(cluster, tmp_path):
-    recs = two_node_study(tmp_path, {"launcher": "mpich"}, bundle="repetitions")
+def test_mpich_mpiexec_spans_two_nodes_in_bundles(slurm_sweeps):
+    sweep = slurm_sweeps["mpich"]
+    recs = two_node_records(sweep, reps=2)
     assert len({r["slurm"]["job_id"] for r in recs}) == 2  # one allocation per configuration
-    assert sorted((tmp_path / "results" / "bundles" / "p").iterdir()) == [
-        tmp_path / "results" / "bundles" / "p" / f"p={p}.txt" for p in (1, 2)]
+    bundles = sweep.results / "bundles" / "p"
+    assert sorted(bundles.iterdir()) == [bundles / f"p={p}.txt" for p in (1, 2)]
     for rec in recs:
         assert rec["launch"]["command"][0].endswith("mpiexec") and "-launcher" not in rec["launch"]["command"]
         assert rec["mpi"]["library"] == "MPICH"
 
 
-DEBIAN_PYTHON = "/usr/bin/python3"
-
-
-def debian_mpi4py_on_open_mpi():
-    if not os.path.exists("/usr/bin/orterun"):
-        return False
-    proc = subprocess.run([DEBIAN_PYTHON, "-c", "import mpi4py, numpy"], capture_output=True)
-    return proc.returncode == 0
-
-
-def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
+def test_open_mpi_mpirun_spans_two_nodes(slurm_sweeps):
     """Open MPI's mpirun reads the allocation and starts one rank per node, unbound (the local cluster's
-    TaskProlog: its nodes share one host, and mpirun would bind each node's rank to core 0). The project's mpi4py is
-    built on MPICH's wheel, so the app here is the same ljmd run by Debian's Python with Debian's
+    TaskProlog: its nodes share one host, and mpirun would bind each node's rank to core 0). The project's
+    mpi4py is built on MPICH's wheel, so the app here is the same ljmd run by Debian's Python with Debian's
     mpi4py, which is built on Debian's Open MPI (.ci/run installs openmpi-bin, python3-mpi4py,
-    python3-numpy); the config's setup puts perfsweep's source on its path."""
+    python3-numpy); the config's setup puts perfsweep's source on its path. One repetition: what it
+    checks is where and how each run's ranks started."""
     if not debian_mpi4py_on_open_mpi():
         if os.environ.get("CI"):
             raise AssertionError("Open MPI with Debian's mpi4py is missing (.ci/run installs it)")
         pytest.skip("needs Debian's openmpi-bin, python3-mpi4py and python3-numpy")
-    app = {"app": {"command": "{launcher} " + DEBIAN_PYTHON + " -m perfsweep.apps.ljmd --n {n} --m {m} --d {d}"
-                              " --c {c} --steps 4 --report timings-p{p}.json",
-                   "timings_json": "timings-p{p}.json"},
-           "parameters": LJMD["parameters"]}
-    # one repetition at a time writes a configuration's timings file: keep runs of a p apart in time
-    recs = two_node_study(tmp_path, {"launcher": "openmpi", "setup": f"export PYTHONPATH={REPO / 'src'}"}, app)
+    recs = two_node_records(slurm_sweeps["openmpi"], reps=1)
     for rec in recs:
         assert rec["launch"]["command"][:3] == ["bash", "-lc", f"export PYTHONPATH={REPO / 'src'}\nexec \"$@\""]
         assert rec["launch"]["command"][4:7] == ["mpirun", "-n", str(rec["parameters"]["p"])]
@@ -177,75 +113,47 @@ def test_open_mpi_mpirun_spans_two_nodes(cluster, tmp_path):
             assert set().union(*(r["cpus"] for r in rec["ranks"])) == {0, 1}, rec["ranks"]
 
 
-def test_more_ranks_than_the_cluster_has_cpus_fail_instead_of_hanging(cluster, tmp_path):
-    """p = 3 on 2 CPUs: sbatch rejects the job (EnforcePartLimits), the run gets a failure record."""
-    cfg = write_config(tmp_path, **LJMD, repetitions=1, studies={"s": {"vary": {"n": [100, 200], "p": [1, 3]}}})
-    proc = snakemake_slurm(cfg, tmp_path, str(tmp_path / "results" / "tables" / "s" / "medians.csv"))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "More processors requested than permitted" in proc.stdout + proc.stderr
-    recs = records(tmp_path / "results")
-    assert {k: r["status"] for k, r in recs.items()} == {
-        "s/n=100_p=1/rep0.json": "ok", "s/n=200_p=1/rep0.json": "ok",
-        "s/n=100_p=3/rep0.json": "failed", "s/n=200_p=3/rep0.json": "failed"}
-    assert "ended before the run started" in recs["s/n=100_p=3/rep0.json"]["error"]
+def test_more_ranks_than_the_cluster_has_cpus_fail_instead_of_hanging(slurm_sweeps):
+    """p = 3 on 2 CPUs: sbatch rejects the job (EnforcePartLimits), the run gets a failure record, the
+    sweep ends with exit code 0. Its own sweep: the rejected job is what it checks."""
+    sweep = slurm_sweeps["toomany"]
+    recs = finished(sweep)
+    assert "More processors requested than permitted" in sweep.output
+    assert {k: r["status"] for k, r in recs.items()} == {"toomany/p=1/rep0.json": "ok",
+                                                         "toomany/p=3/rep0.json": "failed"}
+    assert "ended before the run started" in recs["toomany/p=3/rep0.json"]["error"]
 
 
-def cancel_when_running(wildcards_part, timeout=300):
-    """scancel the first running job whose comment (the plugin puts the rule's wildcards there) contains
-    ``wildcards_part``, 3 s after it started; returns its job id."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %k"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            job, _, comment = line.partition(" ")
-            if wildcards_part in comment:
-                time.sleep(3)  # let the run start inside the job
-                subprocess.run(["scancel", job], check=True)
-                return job
-        time.sleep(0.5)
-    raise AssertionError(f"no running SLURM job for {wildcards_part!r} within {timeout} s")
-
-
-def test_run_cancelled_on_its_last_attempt_leaves_a_failure_record(cluster, tmp_path):
+def test_run_cancelled_on_its_last_attempt_leaves_a_failure_record(slurm_sweeps):
     """retries: 0, one run cancelled while it runs: a failure record written on the submit side's
-    extra attempt, medians and models from the rest, exit code 0."""
-    cfg = write_config(tmp_path, app={"name": "ljmd", "args": {"steps": 4}},
-                       parameters={"n": 3000, "m": 3, "d": 0.5, "c": 1.5, "p": 1}, repetitions=1,
-                       studies={"s": {"vary": {"c": [1.5, 2.0, 2.5, 6.0]}}})
-    targets = [str(tmp_path / "results" / "tables" / "s" / "medians.csv"),
-               str(tmp_path / "results" / "models" / "s" / "models.csv")]
-    proc = snakemake_slurm(cfg, tmp_path, *targets, background=True)
-    cancelled = cancel_when_running("c=6")  # the c = 6 run takes longest
-    output, _ = proc.communicate(timeout=900)
-    assert proc.returncode == 0, output[-4000:]
-    recs = records(tmp_path / "results")
+    extra attempt, medians and models from the rest, exit code 0. Its own sweep: the cancel is what it
+    checks."""
+    sweep = slurm_sweeps["lastattempt"]
+    assert sweep.cancel_error is None, sweep.cancel_error
+    recs = finished(sweep)
     assert len(recs) == 4
-    failed = recs["s/c=6/rep0.json"]
+    failed = recs["lastattempt/c=6/rep0.json"]
     assert failed["status"] == "failed" and failed["attempt"] == 1
-    assert f"SLURM ended job {cancelled}" in failed["error"] and "CANCELLED" in failed["error"]
-    assert all(r["status"] == "ok" for k, r in recs.items() if k != "s/c=6/rep0.json")
-    var = pd.read_csv(tmp_path / "results" / "tables" / "s" / "variability.csv").sort_values("c")
+    assert f"SLURM ended job {sweep.cancelled}" in failed["error"] and "CANCELLED" in failed["error"]
+    assert all(r["status"] == "ok" for k, r in recs.items() if k != "lastattempt/c=6/rep0.json")
+    var = pd.read_csv(sweep.results / "tables" / "lastattempt" / "variability.csv").sort_values("c")
     assert list(var["n_runs"]) == [1, 1, 1, 1] and list(var["n_failed"]) == [0, 0, 0, 1]
-    assert "1 failed" in output  # the study's summary line
-    med = pd.read_csv(targets[0])
+    assert "1 failed" in sweep.output  # the study's summary line
+    med = pd.read_csv(sweep.results / "tables" / "lastattempt" / "medians.csv")
     assert sorted(med["c"].unique()) == [1.5, 2.0, 2.5]  # medians of the runs that survived
-    assert (tmp_path / "results" / "models" / "s" / "models.csv").exists()
+    assert (sweep.results / "models" / "lastattempt" / "models.csv").exists()
 
 
-def test_cancelled_run_is_retried_and_the_sweep_completes(cluster, tmp_path):
-    cfg = write_config(tmp_path, app={"name": "ljmd", "args": {"steps": 400}},  # ~10 s per run
-                       parameters={"n": 300, "m": 2, "d": 0.5, "c": 1.5, "p": 1}, repetitions=1, retries=1,
-                       studies={"s": {"vary": {"n": [200, 300]}}})
-    target = str(tmp_path / "results" / "tables" / "s" / "medians.csv")
-    proc = snakemake_slurm(cfg, tmp_path, target, background=True)
-    cancelled = cancel_when_running("")
-    output, _ = proc.communicate(timeout=900)
-    assert proc.returncode == 0, output[-4000:]
-    recs = records(tmp_path / "results")
+def test_cancelled_run_is_retried_and_the_sweep_completes(slurm_sweeps):
+    """retries: 1, one run cancelled while it runs: its second attempt (another job) measures it, the
+    sweep completes. Its own sweep: the cancel is what it checks."""
+    sweep = slurm_sweeps["retried"]
+    assert sweep.cancel_error is None, sweep.cancel_error
+    recs = finished(sweep)
     assert len(recs) == 2 and all(r["status"] == "ok" for r in recs.values())
     retried = [r for r in recs.values() if r["attempt"] == 2]
-    assert len(retried) == 1 and retried[0]["slurm"]["job_id"] != cancelled
-    assert "SLURM status is: 'CANCELLED'" in output
+    assert [r["run_id"] for r in retried] == ["retried/c=6/rep0"] and retried[0]["slurm"]["job_id"] != sweep.cancelled
+    assert "SLURM status is: 'CANCELLED'" in sweep.output
 
 
 def slurm_nice(job_id):
@@ -255,45 +163,34 @@ def slurm_nice(job_id):
     return int(next(w for w in out.stdout.split() if w.startswith("Nice=")).removeprefix("Nice="))
 
 
-def test_the_run_order_reaches_slurm_and_the_records(cluster, tmp_path):
-    """The same seed gives the same recorded order on the cluster, another seed another; each run job
-    reaches SLURM with the nice value of its place (round, then position in the round's random order)."""
-    from perfsweep.sweep.order import run_order
+def test_the_run_order_reaches_slurm_and_the_records(slurm_sweeps):
+    """The ordinary sweep's records carry the order its seed gives (that another seed gives another,
+    test_order checks); each run job reached SLURM with the nice value of its place (round, then position
+    in the round's random order): rising with the place, 0 for the first."""
+    from perfsweep.sweep.order import nice_values, priorities, run_order
 
-    ns = (100, 150, 200, 250)
-    ran = {}
-    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
-        where = tmp_path / name
-        where.mkdir()
-        cfg = write_config(where, **LJMD, repetitions=2, seed=seed, studies={"s": {"vary": {"n": list(ns)}}})
-        targets = [str(where / "results" / "runs" / "s" / f"n={n}" / f"rep{k}.json") for n in ns for k in range(2)]
-        proc = snakemake_slurm(cfg, where, *targets)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        recs = list(records(where / "results").values())
-        assert len(recs) == 8 and all(r["status"] == "ok" for r in recs)
-        expected = run_order(seed, [("s", f"n={n}", k) for n in ns for k in range(2)])
-        for rec in recs:
-            assert rec["order"] == expected[("s", rec["config_id"], rec["repetition"])], rec["run_id"]
-        # SLURM got the order: the nice values rise with (round, position)
-        by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
-        nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
-        assert nice == sorted(nice) and len(set(nice)) == 8 and nice[0] == 0, nice
-        ran[name] = [r["config_id"] for r in by_place]
-    assert ran["a"] == ran["b"]
-    assert ran["a"] != ran["c"]
+    sweep = slurm_sweeps["srun"]
+    recs = list(finished(sweep).values())
+    runs = [("np", f"p={p}", k) for p in (1, 2) for k in range(2)]
+    expected = run_order(1, runs)  # the config's seed: the default, 1
+    assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
+    for rec in recs:
+        assert rec["order"] == expected[("np", rec["config_id"], rec["repetition"])], rec["run_id"]
+    # SLURM got the order: the nice values rise with (round, position)
+    by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
+    nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
+    assert nice == sorted(nice) and len(set(nice)) == 4 and nice[0] == 0, nice
+    want = nice_values(priorities(expected))
+    assert nice == [want[("np", r["config_id"], r["repetition"])] for r in by_place]
 
 
-def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(cluster, tmp_path):
+def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(slurm_sweeps):
     """Paired measurement (config key variants:, issue 43) on the cluster: every configuration's variants
     take adjacent places in each round's order and reach SLURM with adjacent nice values; the records
     name their variant; the whole workflow then models both and perfsweep compare judges the pairs."""
-    ns = (100, 150, 200, 250, 300)
-    cfg = write_config(tmp_path, **LJMD, repetitions=2, variants={"before": {}, "after": {"args": {"steps": 5}}},
-                       studies={"s": {"vary": {"n": list(ns)}}})
-    proc = snakemake_slurm(cfg, tmp_path)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    recs = list(records(tmp_path / "results").values())
-    assert len(recs) == 2 * 5 * 2 and all(r["status"] == "ok" for r in recs)
+    sweep = slurm_sweeps["paired"]
+    recs = list(finished(sweep).values())
+    assert len(recs) == 2 * 3 * 2 and all(r["status"] == "ok" for r in recs)
     assert {r["variant"] for r in recs} == {"before", "after"} and all(r["study"] == f"s@{r['variant']}" for r in recs)
     by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
     for first, second in zip(by_place[::2], by_place[1::2]):  # each pair: one configuration's two variants
@@ -301,7 +198,7 @@ def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(cluster, t
         assert {first["variant"], second["variant"]} == {"before", "after"}
     nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
     assert nice == sorted(nice) and len(set(nice)) == len(nice), nice
-    out = subprocess.run([str(BIN / "perfsweep"), "compare", str(tmp_path / "results"), "--format", "json"],
+    out = subprocess.run([str(BIN / "perfsweep"), "compare", str(sweep.results), "--format", "json"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode in (0, 1), out.stderr
     data = json.loads(out.stdout)

@@ -1,0 +1,240 @@
+"""The sweeps on the local SLURM cluster (perfsweep.cluster.local_slurm: a real controller and two nodes n1, n2
+of one CPU each on this host), through workflow/profiles/local-slurm, as tests/test_slurm.py reads them.
+
+``slurm_cluster`` starts the cluster once per session and stops it at the session's end. ``slurm_sweeps``
+runs every cluster sweep of the suite once, all at the same time (one Snakemake process each), and waits
+for all of them: the two one-CPU nodes are the bottleneck, and a sweep that waits for its start-up, for
+SLURM's status polls or for its post-processing leaves them to the others' jobs. Each sweep is as small
+as what its tests assert allows:
+
+- ``srun``: the ordinary sweep, the default launcher (srun), one job per run: p = 1, 2 at two sizes,
+  2 repetitions (the medians, the placement on the nodes, the run order and nice values); run a second
+  time once it is done (nothing to do).
+- ``mpich``: MPICH's mpiexec, ``bundle: repetitions`` (one allocation per configuration).
+- ``openmpi``: Open MPI's mpirun, with Debian's Python and mpi4py (only where they are installed).
+- ``paired``: ``variants:`` before and after, the whole workflow (paired runs back to back, then compare).
+
+and three sweeps whose shape is what their test checks (each its own config, started with the others):
+
+- ``toomany``: p = 3 on 2 CPUs, which sbatch rejects: the run fails instead of hanging.
+- ``lastattempt``: ``retries: 0``, one run cancelled while it runs: a failure record, the rest modelled.
+- ``retried``: ``retries: 1``, one run cancelled while it runs: retried, the sweep completes.
+
+A config can hold only one launcher, one bundle mode, one retries and one set of variants, so these are
+seven configs; they share the cluster, which runs their jobs in between each other's (nothing here
+asserts on what a job's neighbours did to its timings)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, REPO
+from sweeps import Sweep
+
+PROFILE = REPO / "workflow" / "profiles" / "local-slurm"
+OPT_IN = "PERFSWEEP_TEST_SLURM"
+DEBIAN_PYTHON = "/usr/bin/python3"
+TIMEOUT = 1200  # seconds for all sweeps together
+
+LJMD = {"app": {"name": "ljmd", "args": {"steps": 4}},
+        "parameters": {"n": 200, "m": 1, "d": 0.5, "c": 1.5, "p": 1}}
+# runs of about 4 s (c = 6) and 1-2 s (c <= 2.5) on this host: long enough to be cancelled while they run
+LONG = {"app": {"name": "ljmd", "args": {"steps": 4}},
+        "parameters": {"n": 3000, "m": 3, "d": 0.5, "c": 1.5, "p": 1}}
+
+
+def cluster_skip_reason(env=os.environ, euid=None):
+    """Why the cluster tests cannot run here, or None. They start daemons (munged, slurmctld, one slurmd
+    per node), so they run only when asked: PERFSWEEP_TEST_SLURM=1 (.ci/run sets it)."""
+    if env.get(OPT_IN) != "1":
+        return f"SLURM tests start daemons: set {OPT_IN}=1 to run them (.ci/run does)"
+    if (os.geteuid() if euid is None else euid) != 0:
+        return "the local SLURM cluster needs root"
+    return None
+
+
+def debian_mpi4py_on_open_mpi():
+    """Whether Debian's Open MPI and its mpi4py and numpy are installed (the Open MPI sweep's app)."""
+    if not os.path.exists("/usr/bin/orterun"):
+        return False
+    proc = subprocess.run([DEBIAN_PYTHON, "-c", "import mpi4py, numpy"], capture_output=True)
+    return proc.returncode == 0
+
+
+def openmpi_app():
+    """The same ljmd run by Debian's Python with Debian's mpi4py (built on Debian's Open MPI; the
+    project's mpi4py is built on MPICH's wheel); the config's setup puts perfsweep's source on its path."""
+    return {"app": {"command": "{launcher} " + DEBIAN_PYTHON + " -m perfsweep.apps.ljmd --n {n} --m {m} --d {d}"
+                               " --c {c} --steps 4 --report timings-p{p}.json",
+                    "timings_json": "timings-p{p}.json"},
+            "parameters": LJMD["parameters"]}
+
+
+def medians(study):
+    return f"results/tables/{study}/medians.csv"
+
+
+# name: (config, targets (none: the whole workflow), the run to cancel once it runs: (study, config id)),
+# in the order they start (slurm_sweeps says why)
+SWEEPS = {
+    # seed 3: the cancelled run (c = 6) is the first of its sweep's order (the lowest nice), so it starts early
+    "lastattempt": ({**LONG, "repetitions": 1, "retries": 0, "seed": 3,
+                     "studies": {"lastattempt": {"vary": {"c": [1.5, 2.0, 2.5, 6.0]}}}},
+                    [medians("lastattempt"), "results/models/lastattempt/models.csv"], ("lastattempt", "c=6")),
+    "retried": ({**LONG, "repetitions": 1, "retries": 1, "seed": 3, "studies": {"retried": {"vary": {"c": [1.5, 6.0]}}}},
+                [medians("retried")], ("retried", "c=6")),
+    "toomany": ({**LJMD, "repetitions": 1, "studies": {"toomany": {"vary": {"p": [1, 3]}}}},
+                [medians("toomany")], None),
+    "mpich": ({**LJMD, "repetitions": 2, "cluster": {"launcher": "mpich"}, "bundle": "repetitions",
+               "studies": {"p": {"vary": {"p": [1, 2]}}}}, [medians("p")], None),
+    "openmpi": ({**openmpi_app(), "repetitions": 1,
+                 "cluster": {"launcher": "openmpi", "setup": f"export PYTHONPATH={REPO / 'src'}"},
+                 "studies": {"p": {"vary": {"p": [1, 2]}}}}, [medians("p")], None),
+    # steps 40: runs of about 0.1 s, which test_slurm's timing test compares with local runs
+    "srun": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
+              "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np")], None),
+    "paired": ({**LJMD, "repetitions": 2, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
+                "studies": {"s": {"vary": {"n": [100, 150, 200]}}}}, [], None),
+}
+
+
+@dataclass
+class ClusterSweep(Sweep):
+    """A sweep run on the cluster: its Snakemake's exit code and output (stdout and stderr together),
+    the job cancelled while it ran (or why none was), and the second run's exit code and output."""
+
+    returncode: int | None = None
+    output: str = ""
+    cancelled: str | None = None
+    cancel_error: str | None = None
+    again: tuple[int, str] | None = None
+
+    def records(self) -> dict:
+        import json
+
+        return {str(p.relative_to(self.results / "runs")): json.loads(p.read_text())
+                for p in (self.results / "runs").rglob("*.json")}
+
+
+def snakemake_slurm(targets, *extra):
+    """The Snakemake command of a sweep in its work directory (targets first: --configfile takes every
+    following word as another config file)."""
+    return [str(BIN / "snakemake"), *targets, *extra, "--snakefile", str(REPO / "Snakefile"),
+            "--profile", str(PROFILE), "--configfile", "c.yaml"]
+
+
+# SLURM (priority/basic here) starts the jobs in the order of their submission, nice shifting it a little.
+# The sweeps are submitted at the same time, so a cancelled run's job could wait behind the others' jobs,
+# and so would the attempt after it, submitted later still; and meanwhile its Snakemake polls less and less
+# often (the plugin adds 10 s to the interval after each poll that finds nothing finished): the sweep
+# ended a minute after the others. So the canceller moves the cancelled run's jobs, the first and the one
+# after it, to the front of the queue (an admin's `scontrol update job=... priority=`): what the tests
+# check is which job ran and what was written, not when. (It clears those jobs' nice values, which only
+# the order tests read, on other sweeps.)
+FRONT = 4_294_967_000  # above priority/basic's (2^32 - 2^16 = 4,294,901,760 less one per job submitted)
+
+
+def cancel_when_running(study, config_id, log, ended, deadline):
+    """scancel the job of ``study``'s run ``config_id`` (the plugin puts the rule's wildcards in the job's
+    comment) once the runner in it has started the run (its first attempt's line in the run's log), and
+    move that job and the attempt after it to the front of the queue; returns the cancelled job's id once
+    the next attempt is submitted (or the sweep ``ended()``)."""
+    cancelled, moved = None, set()
+    while time.time() < deadline and not (cancelled and ended()):
+        out = subprocess.run(["squeue", "-h", "-t", "PENDING,RUNNING", "-o", "%i %T %k"], capture_output=True,
+                             text=True).stdout
+        for line in out.splitlines():
+            job, state, comment = (line.split(" ", 2) + [""])[:3]
+            if study not in comment or config_id not in comment or job == cancelled:
+                continue
+            if state == "PENDING" and job not in moved:
+                subprocess.run(["scontrol", "update", f"jobid={job}", f"priority={FRONT}"], check=True)
+                moved.add(job)
+            if cancelled and job in moved:
+                return cancelled  # the next attempt, at the front of the queue
+            if not cancelled and state == "RUNNING" and log.exists() and "attempt 1 of" in log.read_text():
+                subprocess.run(["scancel", job], check=True)
+                cancelled = job
+        time.sleep(0.2)
+    if cancelled:
+        return cancelled
+    raise AssertionError(f"no running SLURM job for {study} {config_id} before the deadline")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The local multi-node cluster, started for this session and stopped after it (with everything
+    local_slurm started, munged too). Installs nothing: with the opt-in and no SLURM, the tests fail."""
+    reason = cluster_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from perfsweep.cluster import local_slurm
+
+    before = local_slurm.running()
+    # the machine's own slurm.conf: after a killed session, not the one that session left in place
+    conf = local_slurm.machine_conf()
+    nodes = local_slurm.start(nodes=2)
+    yield nodes
+    if not before:  # leave a cluster someone else started running, stop ours
+        local_slurm.stop(quiet=True)
+        # the machine's slurm.conf as it was (none: a SLURM client would wait for the gone controller)
+        assert (local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None) == conf
+
+
+@pytest.fixture(scope="session")
+def slurm_sweeps(slurm_cluster, tmp_path_factory):
+    """Every cluster sweep (this module's SWEEPS), run at the same time; {name: ClusterSweep}. The Open MPI
+    sweep runs only where Debian's Open MPI and mpi4py are installed (its test says what then)."""
+    root = tmp_path_factory.mktemp("slurm")
+    deadline = time.time() + TIMEOUT
+    sweeps, procs, logs, threads = {}, {}, {}, []
+    for name, (config, targets, cancel) in SWEEPS.items():
+        if name == "openmpi" and not debian_mpi4py_on_open_mpi():
+            continue
+        sweep = ClusterSweep(root / name, {})
+        sweep.work.mkdir()
+        sweep.write_config({**config, "results": "results"})
+        logs[name] = open(sweep.work / "snakemake.out", "w")
+        procs[name] = subprocess.Popen(snakemake_slurm(targets), cwd=sweep.work, stdout=logs[name],
+                                       stderr=subprocess.STDOUT, text=True)
+        sweeps[name] = sweep
+        if cancel:
+            def canceller(sweep=sweep, proc=procs[name], study=cancel[0], config_id=cancel[1]):
+                try:
+                    log = sweep.results / "logs" / "runs" / study / config_id / "rep0.log"
+                    sweep.cancelled = cancel_when_running(study, config_id, log, lambda: proc.poll() is not None,
+                                                          deadline)
+                except Exception as exc:  # the test that reads this sweep says it
+                    sweep.cancel_error = repr(exc)
+            threads.append(threading.Thread(target=canceller, daemon=True))
+            threads[-1].start()
+    again = None
+    try:
+        while time.time() < deadline and (any(p.poll() is None for p in procs.values())
+                                           or (again and again.poll() is None)):
+            if again is None and procs["srun"].poll() is not None:  # once done, again: nothing to do
+                logs["again"] = open(sweeps["srun"].work / "again.out", "w")
+                again = subprocess.Popen(snakemake_slurm(SWEEPS["srun"][1]), cwd=sweeps["srun"].work,
+                                         stdout=logs["again"], stderr=subprocess.STDOUT, text=True)
+            time.sleep(0.5)
+    finally:
+        for proc in [*procs.values(), *([again] if again else [])]:
+            if proc.poll() is None:  # past the deadline: the test of its sweep fails on its exit code
+                proc.kill()
+                proc.wait()
+        for log in logs.values():
+            log.close()
+    for thread in threads:
+        thread.join(timeout=max(1.0, deadline - time.time()))
+    for name, sweep in sweeps.items():
+        sweep.returncode, sweep.output = procs[name].returncode, (sweep.work / "snakemake.out").read_text()
+    if again:
+        sweeps["srun"].again = (again.returncode, (sweeps["srun"].work / "again.out").read_text())
+    return sweeps

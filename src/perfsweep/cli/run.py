@@ -203,8 +203,10 @@ def _wait(proc: subprocess.Popen) -> int:
     signal (only perfsweep was interrupted) pass it on; a second Ctrl-C stops Snakemake at once.
     SIGTERM to perfsweep (``kill PID``, a batch system's limit) stops the sweep as a Ctrl-C does: SIGINT
     to Snakemake and every process under it (the runs in flight are archived as ``killed`` and measured
-    by the next start), then as above; Terminated is raised. Not SIGTERM: Snakemake's SIGTERM handler
-    takes its scheduler's lock, and hangs for good when it lands while the scheduler holds that lock."""
+    by the next start), then as above, but a Snakemake still alive TERM_GRACE seconds later is killed
+    (SIGKILL: its flock goes with it, and the next start clears its stale state); Terminated is raised.
+    Not SIGTERM: Snakemake's SIGTERM handler takes its scheduler's lock, and hangs for good when it lands
+    while the scheduler holds that lock; a batch system's SIGKILL follows its SIGTERM within seconds."""
     got: list[int] = []
 
     def terminate(signum, frame):
@@ -215,7 +217,7 @@ def _wait(proc: subprocess.Popen) -> int:
 
     previous = signal.signal(signal.SIGTERM, terminate)
     try:
-        return _wait_interruptible(proc)
+        return _wait_interruptible(proc, lambda: bool(got))
     except KeyboardInterrupt:
         if got:
             raise Terminated(got[0]) from None
@@ -234,10 +236,18 @@ def _interrupt_all(proc: subprocess.Popen) -> None:
             pass
 
 
-def _wait_interruptible(proc: subprocess.Popen) -> int:
+# seconds a Snakemake gets to stop after SIGTERM to perfsweep (SLURM's KillWait before its SIGKILL: 30)
+TERM_GRACE = 10.0
+
+
+def _wait_interruptible(proc: subprocess.Popen, terminated=lambda: False) -> int:
+    """``proc``'s exit code; on KeyboardInterrupt wait for it to stop (SIGINT once more after 2 s; a
+    second Ctrl-C: SIGTERM), killed after TERM_GRACE seconds where ``terminated()`` (perfsweep got
+    SIGTERM: it must end), then raise."""
     try:
         return proc.wait()
     except KeyboardInterrupt:
+        end = time.monotonic() + TERM_GRACE
         try:
             proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
@@ -246,7 +256,9 @@ def _wait_interruptible(proc: subprocess.Popen) -> int:
             proc.terminate()
         while proc.poll() is None:
             try:
-                proc.wait()
+                proc.wait(timeout=max(0.1, end - time.monotonic()) if terminated() else None)
+            except subprocess.TimeoutExpired:  # a Snakemake that answers no signal (hung in its own handler)
+                proc.kill()
             except KeyboardInterrupt:
                 proc.terminate()
         raise

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import BIN, REPO
-from sweeps.slurm import OPT_IN, cluster_skip_reason, debian_mpi4py_on_open_mpi  # noqa: F401 (test_cluster_optin)
+from sweeps.slurm import debian_mpi4py_on_open_mpi
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -52,9 +52,10 @@ def test_sweep_runs_through_slurm_to_the_medians(slurm_sweeps):
 
 @pytest.mark.timing
 def test_cluster_run_times_are_sane_next_to_local_runs(slurm_sweeps, tmp_path, monkeypatch):
-    """The ordinary sweep's runs (about 0.1 s each, p = 1 and 2) against local runs of the same configurations on the
-    same machine: within a factor of 10 either way, a bound that a busy host (2-3x) cannot cross but a
-    broken launch can (ranks of two nodes bound to one core took 25x as long). Measured once."""
+    """The ordinary sweep's runs (about 0.1 s each, p = 1 and 2) against local runs of the same
+    configurations on the same machine: within a factor of 10 either way, a bound that a busy host (2-3x)
+    cannot cross but a broken launch can (ranks of two nodes bound to one core took 25x as long).
+    Measured once."""
     from perfsweep.config import load_config_file
     from perfsweep.sweep.run import execute
     from perfsweep.sweep.spec import RunSpec

@@ -28,19 +28,14 @@ import numpy as np
 import pytest
 
 from conftest import REPO
+from sweeps.paired import LJMD
 
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 EXTRAP = REPO / "tests" / "data" / "extrap"
 
-# the tiny study of bench/compare_power.py (which imports it) and of tests/sweeps/paired.py's paired_ljmd
-TINY = {
-    "app": {"name": "ljmd", "args": {"steps": 150}},
-    "launcher": "{mpiexec} -n {p}",
-    "parameters": {"n": 400, "m": 1, "d": 0.5, "c": 2.0, "p": 1},
-    "repetitions": 5,
-    "timeout": 300,
-    "studies": {"T_n": {"vary": {"n": [400, 600, 800, 1000, 1200]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1}}},
-}
+# the tiny study of bench/compare_power.py (which imports it): tests/sweeps/paired.py's paired_ljmd without
+# its variants, 5 repetitions
+TINY = {**{k: v for k, v in LJMD.items() if k != "variants"}, "repetitions": 5}
 
 
 def compare(a, b, *more, cwd=None):

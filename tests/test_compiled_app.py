@@ -16,20 +16,13 @@ import pandas as pd
 import pytest
 
 from conftest import BIN, REPO
+from sweeps.paired import LJRATE
 
 SOURCE = REPO / "tests" / "apps" / "ljrate.c"
 # bench/compiled_app_draws.py's sweep (it measures this config; the sweep tests use tests/sweeps/paired.py's)
-CONFIG = {
-    # -clock cpu: the ranks' CPU time outside MPI (tests/apps/ljrate.c). This 2-core host is shared with other
-    # jobs: under a load of 6 the wall time of the same run moved 20-100 % from one minute to the next (p = 2
-    # up to 8x, a rank polling in MPI while its partner waited for a core), its CPU time outside MPI 1-4 %
-    "app": {"command": "{launcher} ./ljrate -s {s} -steps 20 -clock cpu",
-            "time_pattern": r"Loop time: ([0-9.eE+-]+) s",
-            "patterns": {"timesteps_per_s": {"pattern": r"Performance: ([0-9.eE+-]+) timesteps/s",
-                                             "unit": "steps/s", "better": "higher"}}},
-    "parameters": {"s": 8, "p": 1},
+CONFIG = {  # tests/sweeps/paired.py's ljrate (CPU time, its reason there) without variants, with s = 24 to validate
+    **{k: v for k, v in LJRATE.items() if k != "variants"},
     "repetitions": 3,
-    "timeout": 120,
     "results": "results",
     "studies": {"s_p": {"vary": {"s": [8, 10, 12, 14, 16], "p": [1, 2, 3]},
                         "validate": {"points": [{"s": 24, "p": 1}, {"s": 24, "p": 2}], "repetitions": 3}}},

@@ -1,5 +1,4 @@
 import os
-import shutil
 import subprocess
 import sys
 import time

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from sweeps.paired import LJMD
+from sweeps.paired import LJMD, compare_json
 
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 EXTRAP = REPO / "tests" / "data" / "extrap"
@@ -58,11 +58,9 @@ def variants(sweep, a: str, b: str, *more) -> subprocess.CompletedProcess:
 
 
 def variant_rows(sweep, a: str, b: str) -> tuple[int, dict]:
-    proc = variants(sweep, a, b, "--format", "json")
-    assert proc.returncode in (0, 1), proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["exit_code"] == proc.returncode and data["paired"]
-    return proc.returncode, {(r["region"], r["metric"]): r for r in data["rows"]}
+    code, data = compare_json(sweep.results, a, b)
+    assert data["exit_code"] == code and data["paired"]
+    return code, {(r["region"], r["metric"]): r for r in data["rows"]}
 
 
 # regions of ljmd that do not contain the forces (those that do: all, step, all/compute)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import BIN, REPO
+from test_report import each_model_figure
 from test_plots import assert_figure
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -245,11 +245,6 @@ def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 ZIP_REPORT = ".venv/bin/perfsweep run my.yaml --cores 2 -- --report results/report.zip"
-
-
-def each_model_figure(results):
-    """{study: names of the per-model PNGs in figures/<study>/models/} (full size; not in the HTML report)."""
-    return {d.parent.name: sorted(p.name for p in d.glob("*.png")) for d in results.glob("figures/*/models")}
 
 
 @pytest.mark.slow

@@ -21,12 +21,13 @@ PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 
 @dataclass
 class Sweep:
-    """A sweep's work directory, its config (as written), and what ``perfsweep run`` printed."""
+    """A sweep's work directory, its config (as written), and what its run printed and exited with."""
 
     work: Path
     config: dict
     stdout: str = ""
     stderr: str = ""
+    returncode: int | None = None
 
     @property
     def results(self) -> Path:
@@ -39,7 +40,8 @@ class Sweep:
     def copy(self, where: Path) -> "Sweep":
         """The same sweep in ``where`` (a new directory): a test that changes a tree changes its copy."""
         shutil.copytree(self.work, where, symlinks=True, dirs_exist_ok=False)
-        return Sweep(Path(where), yaml.safe_load((Path(where) / "c.yaml").read_text()), self.stdout, self.stderr)
+        return Sweep(Path(where), yaml.safe_load((Path(where) / "c.yaml").read_text()), self.stdout, self.stderr,
+                     self.returncode)
 
     def run(self, *options: str, targets: tuple[str, ...] = (), check: bool = True,
             timeout: int = 1200) -> subprocess.CompletedProcess:
@@ -58,10 +60,11 @@ class Sweep:
 
 def make_sweep(work: Path, config: dict, *options: str, targets: tuple[str, ...] = (), check: bool = True,
                timeout: int = 1200) -> Sweep:
-    """Write ``config`` (its results made ``results``, relative) into ``work`` and run it once."""
+    """Write ``config`` (its results made ``results``, relative) into ``work`` and run it once (``check``:
+    its exit code must be 0; else read ``returncode``)."""
     work.mkdir(parents=True, exist_ok=True)
     sweep = Sweep(work, {})
     sweep.write_config({**config, "results": "results"})
     proc = sweep.run(*options, targets=targets, check=check, timeout=timeout)
-    sweep.stdout, sweep.stderr = proc.stdout, proc.stderr
+    sweep.stdout, sweep.stderr, sweep.returncode = proc.stdout, proc.stderr, proc.returncode
     return sweep

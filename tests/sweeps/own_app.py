@@ -28,11 +28,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import BIN, REPO
 from . import PERFSWEEP, Sweep, make_sweep
 
-TESTS = Path(__file__).resolve().parents[1]
-REPO = TESTS.parent
-BIN = Path(sys.executable).parent
+TESTS = REPO / "tests"
 OWN_APP_DOC = REPO / "docs" / "how-to" / "own-app.md"
 LOOP_APP = TESTS / "apps" / "loop_time_app.py"
 STANDIN = TESTS / "apps" / "scorep_standin.py"

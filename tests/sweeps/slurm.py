@@ -33,7 +33,6 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -115,7 +114,6 @@ class ClusterSweep(Sweep):
     """A sweep run on the cluster: its Snakemake's exit code and output (stdout and stderr together),
     the job cancelled while it ran (or why none was), and the second run's exit code and output."""
 
-    returncode: int | None = None
     output: str = ""
     cancelled: str | None = None
     cancel_error: str | None = None

@@ -61,11 +61,8 @@ def faults_sweep(tmp_path_factory) -> Sweep:
     takes here under load."""
     work = tmp_path_factory.mktemp("faults-sweep")
     (work / "state").mkdir()
-    sweep = Sweep(work, {})
-    sweep.write_config(fault_config(work / "state", ns=FAULTS_NS, k=2, retries=1, timeout=2, extra_studies=BROKEN_STUDY))
-    proc = sweep.run("--cores", "2", "--no-report", check=False)
-    sweep.stdout, sweep.stderr, sweep.returncode = proc.stdout, proc.stderr, proc.returncode
-    return sweep
+    return make_sweep(work, fault_config(work / "state", ns=FAULTS_NS, k=2, retries=1, timeout=2,
+                                         extra_studies=BROKEN_STUDY), "--cores", "2", "--no-report", check=False)
 
 
 @pytest.fixture(scope="session")

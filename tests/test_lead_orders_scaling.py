@@ -33,3 +33,17 @@ def test_a_falling_factor_is_compared_and_parameters_are_matched_by_name():
     b_serial = model(["n", "p"], {"n": ("1", 0)})
     assert scaling_class(a, b_same, ["n", "p"], [1, 0], "time") == "same"
     assert scaling_class(a, b_serial, ["n", "p"], [1, 0], "time") != "same"  # n / p vs n: the loose rule's same
+
+
+def test_order_distances_are_order_distance_of_every_pair():
+    """modeling.consensus takes the distances of all its forms at once (lead_orders.order_distances): the
+    same as order_distance pair by pair, with measured ranges (growth over them) and without (exponents)."""
+    from perfsweep.modeling.lead_orders import order_distance, order_distances
+
+    F = Fraction
+    rows = [{"n": (F(1), 0), "m": (F(2), 1)}, {"n": (F(0), 0), "m": (F(8, 3), 0)}, {"n": (F(1, 3), 2)}, {}]
+    cols = [{"m": (F(3), 0)}, {"n": (F(1), 0), "m": (F(2), 1)}, {"c": (F(-1), 0)}]
+    for ranges in (None, {"n": (100.0, 300.0)}, {"n": (100.0, 300.0), "m": (1.0, 3.0), "c": (1.5, 2.5)}):
+        want = [[order_distance(a, b, ranges) for b in cols] for a in rows]
+        assert np.allclose(order_distances(rows, cols, ranges), want, rtol=0, atol=1e-12)
+        assert order_distances(rows, cols, ranges)[1, 1] > 0 and order_distances(rows, cols, ranges)[0, 1] == 0

@@ -58,7 +58,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from perfsweep.modeling.lead_orders import grow_alike, lead_orders, lead_terms, order_distance, same_lead_order
+from perfsweep.modeling.lead_orders import grow_alike, lead_orders, lead_terms, order_distances, same_lead_order
 from perfsweep.modeling.model import Model, fill_statistics
 from perfsweep.modeling.terms import EXACT, Factor, Term
 
@@ -231,19 +231,28 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     names = list(model.param_names)
     growths = [lead_orders(Model(names, list(form), np.zeros(len(form) + 1))) for form in forms]
     picked = choice[chose]
+    # the resamples' choices are few forms, each chosen many times: a mean over them is one over those
+    # forms, each weighed by how often it was chosen
+    chosen_forms, times = np.unique(picked, return_counts=True)
+
+    def mean_over_picked(value) -> float:
+        return float(np.dot(times, [value(c) for c in chosen_forms])) / len(picked)
+
     # the lead order at the centre of the resamples' choices: the admissible form whose lead order is
     # closest to theirs on average (growth over the measured range, lead_orders.order_distance)
-    distance = {f: np.mean([order_distance(growths[f], growths[c], ranges) for c in picked]) for f in usable}
+    apart = order_distances([growths[f] for f in usable], [growths[c] for c in chosen_forms], ranges)
+    distance = dict(zip(usable, apart @ times / len(picked)))
     centre = min(usable, key=lambda f: (distance[f], _complexity(forms[f]), scores[f, 0]))
     own = _choose(scores[:, 0], simplicity, simplest_within * penalty)  # the measured data's own choice
-    if np.mean([grow_alike(growths[own], growths[c], ranges) for c in picked]) >= STABLE:
+    if mean_over_picked(lambda c: grow_alike(growths[own], growths[c], ranges)) >= STABLE:
         centre = own
     # of the forms of that lead order the simplest within one coefficient's penalty of their best
     same = np.array([growths[f] == growths[centre] for f in range(len(forms))]) & np.isfinite(scores[:, 0])
     pick = _choose(np.where(same, scores[:, 0], np.inf), simplicity, penalty)
     # the lead share by the one lead-order rule: the resamples' choices with the same lead terms
     lead = lead_terms(Model(names, list(forms[pick]), np.zeros(len(forms[pick]) + 1)))
-    agree = np.array([lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) == lead for c in picked])
+    leads = {c: lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) for c in chosen_forms}
+    agree = np.array([leads[c] == lead for c in picked])
     a = form_design(x, forms[pick])
     chosen = Model(names, list(forms[pick]), coefs[pick][:, 0].copy(), points=x, values=ybar,
                    processes=model.processes)

@@ -154,6 +154,22 @@ def order_distance(a: dict[str, Order], b: dict[str, Order], ranges: Ranges | No
     return sum(_apart(a.get(n, zero), b.get(n, zero), ranges.get(n)) for n in set(a) | set(b))
 
 
+def order_distances(rows: list[dict[str, Order]], cols: list[dict[str, Order]],
+                    ranges: Ranges | None = None) -> np.ndarray:
+    """order_distance of every row's orders to every column's (len(rows) x len(cols)), per parameter
+    once for each pair of the distinct orders in it (few: a consensus compares some fifty forms)."""
+    zero = (Fraction(0), 0)
+    ranges = ranges or {}
+    out = np.zeros((len(rows), len(cols)))
+    for name in sorted(set().union(*rows, *cols)):
+        ra, cb = [o.get(name, zero) for o in rows], [o.get(name, zero) for o in cols]
+        distinct = sorted(set(ra) | set(cb))
+        at = {order: k for k, order in enumerate(distinct)}
+        apart = np.array([[_apart(x, y, ranges.get(name)) for y in distinct] for x in distinct])
+        out += apart[np.ix_([at[o] for o in ra], [at[o] for o in cb])]
+    return out
+
+
 def lead_distance(a: LeadSet, b: LeadSet, ranges: Ranges | None = None) -> float:
     """How far apart two models' lead terms are: each lead term's order_distance to the nearest of
     the other's, averaged over both sets' terms (0 exactly where same_lead_order)."""

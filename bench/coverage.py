@@ -1,6 +1,7 @@
 """Line coverage of src/perfsweep per module, as the test suite reaches it: the tests themselves and every
 Python process they start (Snakemake, its ``script:`` jobs, the runner, MPI ranks: coverage.py's
-``patch = subprocess``), measured in a fresh clone of one commit with a venv of its own.
+``patch = subprocess``; and a forked child's lines, saved at its ``os._exit``: ``patch = fork, _exit``), measured in
+a fresh clone of one commit with a venv of its own.
 
     .venv/bin/python bench/coverage.py --commit HEAD --out bench/results/coverage/<commit>.txt
     .venv/bin/python bench/coverage.py --compare bench/results/coverage/A.txt bench/results/coverage/B.txt
@@ -33,9 +34,10 @@ def measure(commit: str, pytest_args: list[str]) -> tuple[str, dict[str, tuple[i
                               check=True).stdout.strip()
         subprocess.run(["make", "setup"], cwd=clone, check=True)
         python = clone / ".venv" / "bin" / "python"
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "coverage>=7.10"], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "coverage>=7.17"], check=True)
         rc = Path(tmp) / "coveragerc"
-        rc.write_text(f"[run]\nsource = {clone / 'src' / 'perfsweep'}\nparallel = true\npatch = subprocess\n"
+        rc.write_text(f"[run]\nsource = {clone / 'src' / 'perfsweep'}\nparallel = true\n"
+                      "patch =\n    subprocess\n    fork\n    _exit\n"
                       f"data_file = {Path(tmp) / '.coverage'}\n")
         run = subprocess.run([str(python), "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest", "-q",
                               "-p", "no:cacheprovider", *pytest_args], cwd=clone)

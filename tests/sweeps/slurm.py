@@ -104,7 +104,8 @@ SWEEPS = {
     # steps 40: runs of about 0.1 s, which test_slurm's timing test compares with local runs
     "srun": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
               "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np")], None),
-    "paired": ({**LJMD, "repetitions": 2, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
+    # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 6 jobs
+    "paired": ({**LJMD, "repetitions": 1, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
                 "studies": {"s": {"vary": {"n": [100, 150, 200]}}}}, [], None),
 }
 

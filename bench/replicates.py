@@ -43,6 +43,7 @@ Targets (issue "Models decided by measurement"):
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 import gzip
 import io
 import json
@@ -366,6 +367,13 @@ def judge(dirs: list[Path], config: dict, extrap: bool, against: dict | None, bu
                     say(f"  {name} sweep {s['sweep']}: decided within the bounds or budget spent (or lack of fit) "
                         f"undecided: {ok(good)} "
                         f"({s['measuring'] or 'no decide'}; median error {s['median_error']:.1%})")
+        # issue "Say where no smooth form fits": every study ends one of these three ways
+        ends = Counter("decided" if s["decided"] else next((u for u in UNDECIDED if s["measuring"].startswith(u)),
+                                                            s["measuring"] or "(no decide)")
+                       for out in studies.values() for s in out)
+        say(f"  every study ends decided, 'lack of fit' or 'budget spent': {ok(set(ends) <= {'decided', *UNDECIDED})} "
+            f"({', '.join(f'{k} {v}' for k, v in sorted(ends.items()))} study-sweeps)")
+        summary["ended"] = dict(ends)
         wd = summary["worst_decided_error"]
         say(f"  no decided form (lead share >= 0.8) misses a held-back point by more than 30 %: "
             f"{ok(wd is None or wd <= 0.30)} (largest such miss {'none' if wd is None else format(wd, '.1%')})")

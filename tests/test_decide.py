@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,8 @@ from perfsweep import stats
 from perfsweep.steps import decide, estimate
 from perfsweep.sweep import plan
 from test_designs import sweep_config, write_records
+
+LAW_APP = Path(__file__).resolve().parent / "apps" / "law_app.py"
 
 VARY = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5]}
 
@@ -272,14 +275,20 @@ NO_FIGURES = ("--omit-from", "figures", "model_sheet", "report_pages", "report_p
 
 @pytest.mark.slow
 def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp_path):
-    """perfsweep run of the built-in ljmd: a study that asks for what its noise cannot give (a 90 %
-    interval 0.1 % wide, every resample agreeing) gets more runs until its budget is spent, and says so in
-    one line; one that is decided from the start (any lead share of 5 % and more) gets none. Its own
-    sweep: the rounds are what it tests. What it asserts hangs on no timing the host can flip: no run
-    counts as disturbed (variability.disturbed 1), no noise gives the undecided study its 100 % and 0.1 %,
-    and the decided one's m^2 leads far more than 5 % of the resamples; where the budget ended (a step
-    more or less) the assertions allow either."""
-    study = {"vary": {"n": [100, 150, 200, 250, 300]}, "fixed": {"m": 1, "d": 0.5, "c": 2.0, "p": 1},
+    """perfsweep run: a study that asks for what its noise cannot give (a 90 % interval 0.1 % wide, every
+    resample agreeing) gets more runs until its budget is spent, and says so in one line; one that is
+    decided from the start (any lead share of 5 % and more, the built-in ljmd) gets none. Its own sweep:
+    the rounds are what it tests. What it asserts hangs on no timing the host can flip: the undecided
+    study's app reports times of a known law with seeded noise (tests/apps/law_app.py: 1 %, the same
+    draws in every sweep), which no load makes decided nor, by a lack of fit, ends before its budget (on
+    ljmd's own times, nearly flat over n = 100..300, a load that slowed both runs of one configuration
+    did: "the medians stray 37 % from the model, their noise 3 %"); no run counts as disturbed
+    (variability.disturbed 1); the decided one's m^2 leads far more than 5 % of the resamples; where the
+    budget ended (a step more or less) the assertions allow either."""
+    state = tmp_path / "law"
+    state.mkdir()
+    study = {"app": {"command": f"{sys.executable} {LAW_APP} {{n}} {state}", "time_pattern": r"^time: (\S+)"},
+             "parameters": {"n": 100}, "vary": {"n": [100, 150, 200, 250, 300]},
              "validate": {"points": [{"n": 600}], "repetitions": 2}}
     # a form the runs tell: the site pairs' m^2 (measured here: 9.9, 12.8, 17, 23.6, 32.3 ms over m = 1..5,
     # about 1 % apart between runs); ljmd's time over n = 100..300 is nearly flat (7.5-8 ms), so its

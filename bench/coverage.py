@@ -24,8 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def measure(commit: str, pytest_args: list[str]) -> tuple[str, dict[str, tuple[int, int]]]:
-    """(the commit's full hash, {module: (statements, missed)}) of the suite run in a fresh clone."""
+def measure(commit: str, pytest_args: list[str], keep: Path | None = None) -> tuple[str, dict[str, tuple[int, int]]]:
+    """(the commit's full hash, {module: (statements, missed)}) of the suite run in a fresh clone;
+    ``keep``: where to copy coverage.py's JSON report (every missed line, per file)."""
     with tempfile.TemporaryDirectory(prefix="perfsweep-coverage-") as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(REPO), str(clone)], check=True)
@@ -46,6 +47,9 @@ def measure(commit: str, pytest_args: list[str]) -> tuple[str, dict[str, tuple[i
         out = Path(tmp) / "coverage.json"
         subprocess.run([str(python), "-m", "coverage", "json", f"--rcfile={rc}", "-o", str(out), "--quiet"],
                        cwd=clone, check=True)
+        if keep:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            keep.write_text(out.read_text())
         files = json.loads(out.read_text())["files"]
         root = clone / "src"
         table = {}
@@ -99,11 +103,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--commit", default="HEAD")
     ap.add_argument("--out", help="the table's file (printed as well)")
+    ap.add_argument("--json", type=Path, help="also keep coverage.py's JSON report (the missed lines) there")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="two tables: modules lower in AFTER")
     args = ap.parse_args(argv)
     if args.compare:
         return compare(Path(args.compare[0]), Path(args.compare[1]))
-    commit, table = measure(args.commit, extra)
+    commit, table = measure(args.commit, extra, args.json)
     text = write_table(commit, table, extra)
     print(text, end="")
     if args.out:

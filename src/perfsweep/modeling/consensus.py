@@ -183,6 +183,22 @@ def _alternatives(forms: list, coefs: list, scores: np.ndarray, usable: np.ndarr
     return float(scores[pick] - best), out
 
 
+def _centre(forms: list, growths: list[dict], scores: np.ndarray, usable: np.ndarray, picked: np.ndarray,
+            own: int, ranges: dict) -> int:
+    """The lead order at the centre of the resamples' choices ``picked``: the admissible form whose lead
+    order is closest to theirs on average (growth over the measured range, lead_orders.order_distance),
+    or the measured data's ``own`` choice where the resamples' choices grow alike with it (STABLE). The
+    choices are few forms, each chosen many times: a mean over them is one over those forms, each
+    weighed by how often it was chosen."""
+    chosen, times = np.unique(picked, return_counts=True)
+    apart = order_distances([growths[f] for f in usable], [growths[c] for c in chosen], ranges)
+    distance = dict(zip(usable, apart @ times / len(picked)))
+    alike = np.dot(times, [grow_alike(growths[own], growths[c], ranges) for c in chosen]) / len(picked)
+    if alike >= STABLE:
+        return own
+    return min(usable, key=lambda f: (distance[f], _complexity(forms[f]), scores[f, 0]))
+
+
 def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarray, draws: np.ndarray,
               w: np.ndarray, penalty: float, positive: bool = True, relative: bool = True,
               amdahl: tuple[int, ...] = (), simplest_within: float = 0.0) -> Model:
@@ -231,27 +247,14 @@ def consensus(model: Model, searched: list[Model], x: np.ndarray, ybar: np.ndarr
     names = list(model.param_names)
     growths = [lead_orders(Model(names, list(form), np.zeros(len(form) + 1))) for form in forms]
     picked = choice[chose]
-    # the resamples' choices are few forms, each chosen many times: a mean over them is one over those
-    # forms, each weighed by how often it was chosen
-    chosen_forms, times = np.unique(picked, return_counts=True)
-
-    def mean_over_picked(value) -> float:
-        return float(np.dot(times, [value(c) for c in chosen_forms])) / len(picked)
-
-    # the lead order at the centre of the resamples' choices: the admissible form whose lead order is
-    # closest to theirs on average (growth over the measured range, lead_orders.order_distance)
-    apart = order_distances([growths[f] for f in usable], [growths[c] for c in chosen_forms], ranges)
-    distance = dict(zip(usable, apart @ times / len(picked)))
-    centre = min(usable, key=lambda f: (distance[f], _complexity(forms[f]), scores[f, 0]))
     own = _choose(scores[:, 0], simplicity, simplest_within * penalty)  # the measured data's own choice
-    if mean_over_picked(lambda c: grow_alike(growths[own], growths[c], ranges)) >= STABLE:
-        centre = own
+    centre = _centre(forms, growths, scores, usable, picked, own, ranges)
     # of the forms of that lead order the simplest within one coefficient's penalty of their best
     same = np.array([growths[f] == growths[centre] for f in range(len(forms))]) & np.isfinite(scores[:, 0])
     pick = _choose(np.where(same, scores[:, 0], np.inf), simplicity, penalty)
     # the lead share by the one lead-order rule: the resamples' choices with the same lead terms
     lead = lead_terms(Model(names, list(forms[pick]), np.zeros(len(forms[pick]) + 1)))
-    leads = {c: lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) for c in chosen_forms}
+    leads = {c: lead_terms(Model(names, list(forms[c]), np.zeros(len(forms[c]) + 1))) for c in set(picked.tolist())}
     agree = np.array([leads[c] == lead for c in picked])
     a = form_design(x, forms[pick])
     chosen = Model(names, list(forms[pick]), coefs[pick][:, 0].copy(), points=x, values=ybar,

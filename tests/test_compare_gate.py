@@ -151,6 +151,23 @@ def test_one_sweep_alone_is_a_one_line_error(tmp_path):
     assert "no variants to pair" in proc.stderr and "perfsweep compare BASE NEW" in proc.stderr
 
 
+def test_an_unknown_name_in_param_map_or_at_and_a_paired_history_are_one_line_errors(tmp_path):
+    """The mapping and the target name parameters that the sides have, or compare says which it has; a
+    paired measurement's variants are judged by themselves, not with earlier baselines."""
+    from dataclasses import replace
+
+    from perfsweep.compare import judge as j, load
+    from perfsweep.errors import CompareError
+
+    a, b = (load.load_side(synthetic_side(tmp_path, k, {}, seed=s)) for k, s in (("a", 57), ("b", 58)))
+    with pytest.raises(CompareError, match=r"^--param-map: size is not a parameter of .*/a \(it has n\)$"):
+        j.compare(a, b, param_map={"size": "n"})
+    with pytest.raises(CompareError, match=r"^--at: size is not a parameter of .*/b \(it has n\)$"):
+        j.compare(a, b, at={"size": 10.0})
+    with pytest.raises(CompareError, match=r"a paired measurement's variants are judged by themselves, without"):
+        j.compare(replace(a, variant="before"), replace(b, variant="after"), history=[a])
+
+
 # --- Holm over every gating test ---------------------------------------------------------------------------
 
 

@@ -343,3 +343,21 @@ def test_plan_counts_the_repetitions_adaptive_rounds_planned(tmp_path):
     out = subprocess.run([*PERFSWEEP, "plan", str(path)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "; 31 runs (0 measured, up to 60 with adaptive repetitions);" in out.stdout, out.stdout
+
+
+def test_adaptive_fit_needs_two_points_and_disagreement_takes_models_below_zero():
+    """An adaptive round fits nothing on one measured configuration, and says why; where a candidate
+    model predicts zero or less, the models' disagreement is their spread relative to their mean."""
+    from fractions import Fraction
+
+    from perfsweep.modeling.model import Model
+    from perfsweep.modeling.terms import Factor, Term
+
+    assert adapt._fit([[100.0]], [[0.1, 0.11]], ["n"], "p") == (None, "1 configuration(s) with a good run")
+    n = Term((Factor(0, Fraction(1), 0),))
+    model = Model(["n"], [n], np.array([-1.0, 0.01]))  # below zero up to n = 100
+    model.bootstrap = [Model(["n"], [n], np.array([-1.0, 0.012]))]
+    x = np.array([[50.0], [200.0]])
+    preds = np.array([model.predict(x), model.bootstrap[0].predict(x)])
+    want = np.std(preds, axis=0) / np.abs(np.mean(preds, axis=0))
+    assert np.allclose(adapt.disagreement(model, x), want) and np.all(adapt.disagreement(model, x) > 0)

@@ -105,6 +105,8 @@ def test_karp_flatt_of_amdahl_is_its_serial_fraction():
     ([2, 4, 8], [5, -3, 2], 10.0, "times must be positive and finite (got -3.0)"),
     ([2, 4, 4, 8], [5, 3, 3.1, 2], 10.0, "duplicate n = 4"),
     ([1, 2, 4], [10, 5, 3], 10.0, "need at least 3 points with more than 1 process (got 2)"),
+    ([2, 4, 8], [5, 3], 10.0, "n and t must be 1-D of the same length (got (3,) and (2,))"),
+    ([2, 4.5, 8], [5, 3, 2], 10.0, "process counts n must be whole numbers >= 1"),
 ])
 def test_errors(n, t, t1, message):
     with pytest.raises(ov.OverheadError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -160,3 +162,14 @@ def test_least_squares_names_its_twin(wien2k):
     grid = np.geomspace(1, 4096, 30)
     assert ov.model_time(grid, t1, fit.twin_f_s, fit.twin_b, fit.twin_c) == pytest.approx(
         ov.model_time(grid, t1, fit.f_s, fit.b, fit.c), rel=1e-6)
+
+
+def test_fit_per_group_gives_the_best_triple_where_triples_solve(wien2k):
+    """A group whose triples have solutions (WIEN2k's published times) carries the best triple beside
+    the least-squares fit, the one TripleResult.best names first."""
+    n, t, t1 = wien2k
+    fits, _, results = ov.fit_per_group(pd.DataFrame({"p": n, "median": t}), "p", "median", [])
+    (row,) = fits.to_dict("records")
+    best = results["all"]["triples"].best(1)
+    assert row["reason"] == "" and row["best_triple"] == "(96, 320, 512)" == best[0].to_dict()["triple"]
+    assert row["triple_f_s"] == best[0].f_s and row["valid_solutions"] == len(results["all"]["triples"].solutions)

@@ -236,6 +236,15 @@ def test_unshown_figures_names_what_a_report_does_not_show(tmp_path):
     assert unshown_figures(tmp_path, shown) == sorted(str(p) for p in study.rglob("*.png") if p.name != "grid.png")
 
 
+def test_report_categories_of_a_file_that_is_no_snakemake_report_is_one_error(tmp_path):
+    from perfsweep.report_check import report_categories
+
+    page = tmp_path / "page.html"
+    page.write_text("<html><body>var other = {}</body></html>")
+    with pytest.raises(ValueError, match=r"page.html: no 'var categories' in the file \(not a Snakemake report\?\)"):
+        report_categories(page)
+
+
 def test_zip_report_unready_names_the_missing_figures_and_the_flag_that_draws_them(tmp_path):
     dirs = [str(tmp_path / "figures" / s / "models") for s in ("nm", "np")]
     zip_argv = ["--report", "r.zip"]

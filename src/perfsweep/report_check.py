@@ -1,9 +1,10 @@
 """Check a Snakemake HTML report in a real headless browser: does every figure and every page load?
 
-    from perfsweep.report_check import check_report, check_report_tables, report_categories, unshown_figures
-    loaded = check_report("results/report.html")   # {"results/figures/x/grid.png": 1184, ...} (pixel widths)
+    from perfsweep.report_check import probe_report, report_categories, unshown_figures
+    probed = probe_report("results/report.html")   # one Chromium load of the report
+    loaded = probed["images"]   # {"results/figures/x/grid.png": 1184, ...} (pixel widths)
     unshown_figures("results", loaded)   # [] if every figure (each model: on its study's sheet) is shown
-    rows = check_report_tables("results/report.html")   # {"results/report/x/variability.html": [1, 25], ...}
+    rows = probed["pages"]   # {"results/report/x/variability.html": [1, 25], ...}
     report_categories("results/report.html")["x"]["variability"]   # ['results/report/x/variability.html']
 
 The report embeds each result as a data URI in its ``results`` object. We load the report page
@@ -92,22 +93,12 @@ def probe_report(report: str | os.PathLike[str]) -> dict[str, dict]:
     return json.loads(html.unescape(m.group(1)))
 
 
-def check_report(report: str | os.PathLike[str]) -> dict[str, int]:
-    """Natural width of every embedded figure as decoded by Chromium (0 = did not load)."""
-    return probe_report(report)["images"]
-
-
-def check_report_tables(report: str | os.PathLike[str]) -> dict[str, list[int]]:
-    """Every HTML page embedded in the report, decoded and parsed by Chromium: {path: [rows of each table]}."""
-    return probe_report(report)["pages"]
-
-
 def unshown_figures(results: str | os.PathLike[str], loaded: dict[str, int]) -> list[str]:
-    """The figures under ``results`` that a report does not show, given what :func:`check_report` decoded
+    """The figures under ``results`` that a report does not show, given what :func:`probe_report` decoded
     (``loaded``). Every PNG must be in the report and decode, except each model's full-size figures
     (``figures/<study>/models/``): the study's sheet of every model must, and must list the model.
 
-        assert unshown_figures("results", check_report("results/report.html")) == []
+        assert unshown_figures("results", probe_report("results/report.html")["images"]) == []
     """
     unshown = []
     for png in sorted(Path(results).rglob("*.png")):

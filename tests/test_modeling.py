@@ -600,3 +600,11 @@ def test_a_power_only_parameter_gets_no_log_factor_in_any_term():
                 assert any(f.j > 0 for t in model.terms for f in t.factors if f.param == 0), str(model)
                 assert np.max(np.abs(model.predict(beyond) / truth(beyond) - 1)) < 0.03, str(model)
     assert c_logs[True] == 0 < c_logs[False], c_logs
+
+
+def test_a_metric_the_same_at_every_point_is_a_constant():
+    """A metric that does not change (a count, the same at every point and in every repetition) is the
+    constant, with no single term put in its place (fit_stats.plausible has nothing to explain)."""
+    x = np.array([[n, m] for n in (100.0, 200.0, 300.0) for m in (1.0, 2.0, 3.0)])
+    model = fit_model(x, np.full((len(x), 3), 42.0), ["n", "m"])
+    assert model.terms == [] and float(model.coefficients[0]) == pytest.approx(42.0)

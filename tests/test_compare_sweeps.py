@@ -72,17 +72,26 @@ NOT_FORCES = [("step/neighbours", "time"), ("step/integrate", "time"), ("step/ou
 @pytest.mark.timing
 def test_replicate_sweeps_no_change(paired_ljmd):
     """Two variants of the same app (before and its copy) measured as pairs: every gating row 'no
-    significant change' or 'inconclusive' (no regression, no improvement, no worse class), exit 0.
-    Measured once more by paired_ljmd's rule (tests/sweeps/paired.py) where the changed rows' mde is
-    above 10 %."""
+    significant change' or 'inconclusive' (no ratio regression, no improvement), and the exit code is the
+    one its rows give (1 only where a gating row's scaling class is 'worse'). Measured once more by
+    paired_ljmd's rule (tests/sweeps/paired.py) where the changed rows' mde is above 10 %.
+
+    Not asserted here: that no scaling class gates. That test has no threshold band (any change of the lead
+    order beyond its resamples), so a replicate pair alarms at about its alpha by design, and more often
+    where configurations drift more than their repetitions show (bench/compare_false_alarms.py: 4.5 % and
+    9.0 % of seeded replicates at 2 % and 3 % drift); of the 19 runs of this sweep whose logs are
+    committed (bench/results/suite, bench/results/timing_tests) one gated a 'worse' class
+    (suite/c65eab2-quiet). That rate is asserted where the seed decides it: tests/test_compare_gate.py's
+    seeded replicates; bench/compare_power.py counts it on real sweeps."""
     code, table = variant_rows(paired_ljmd, "before", "copy")
     gating = {k: r for k, r in table.items() if r["gated"]}
     shown = (paired_ljmd.mdes, gating)
     assert gating and all(r["verdict"] in ("no significant change", "inconclusive") for r in gating.values()), shown
-    assert not any(r["gated"] and r["scaling"] == "worse" for r in table.values())
-    assert code == 0
+    worse = [k for k, r in gating.items() if r["scaling"] == "worse"]
+    assert code == (1 if worse else 0), shown
     text = variants(paired_ljmd, "before", "copy")
-    assert text.returncode == 0 and "no gated regression (exit 0)" in text.stdout
+    assert text.returncode == code
+    assert ("no gated regression (exit 0)" in text.stdout) == (code == 0), text.stdout
 
 
 @pytest.mark.slow
@@ -159,9 +168,12 @@ def test_results_directory_and_extrap_rows_have_the_same_columns(tmp_path):
 
 
 def synthetic_side(tmp_path: Path, name: str, factors: dict[str, float], noise: float = 0.04, seed: int = 0,
-                   grow: dict[str, float] | None = None) -> Path:
+                   grow: dict[str, float] | None = None, drift: float = 0.0) -> Path:
     """A results directory with one study of n: regions r0..r5 (time c_k * n, region 'all' their sum),
-    each multiplied by ``factors`` and with log-normal noise of ``noise`` per repetition (5 repetitions)."""
+    each multiplied by ``factors`` and with log-normal noise of ``noise`` per repetition (5 repetitions).
+    ``drift``: every configuration's runs moved by one log-normal factor of that spread, the same for all
+    its regions and repetitions (the host's drift between configurations measured at different times,
+    which the repetitions of one configuration do not show)."""
     from perfsweep.modeling.pipeline import fit_study_models
 
     rng = np.random.default_rng(seed)
@@ -169,9 +181,10 @@ def synthetic_side(tmp_path: Path, name: str, factors: dict[str, float], noise: 
     rows_ = []
     regions = {f"r{k}": (k + 1) * 1e-5 for k in range(6)}
     totals = np.zeros((len(n), 5))
+    moved = np.exp(rng.normal(0, drift, (len(n), 1))) if drift else 1.0
     for region, c in regions.items():
         exponent = (grow or {}).get(region, 1.0)
-        y = c * n[:, None] ** exponent * factors.get(region, 1.0) * np.exp(rng.normal(0, noise, (len(n), 5)))
+        y = c * n[:, None] ** exponent * factors.get(region, 1.0) * moved * np.exp(rng.normal(0, noise, (len(n), 5)))
         totals += y
         rows_ += [{"config_id": f"n={int(v)}", "n": v, "region": region, "metric": "time", "median": float(np.median(r)),
                    "values": " ".join(repr(float(v)) for v in r)} for v, r in zip(n, y)]

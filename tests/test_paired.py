@@ -118,8 +118,9 @@ def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(paired_ljmd):
     and copy together: the plan names the variants; the records name their variant and round, and a
     configuration's variants of a round ran back to back; ``perfsweep compare RESULTS`` judges the config's
     first two variants (before, whole): whatever the host does, the whole run's paired ratio is a
-    regression, exit 1, with the app's changed command listed; the replicate pair (before and its copy) is
-    no regression and no setting differs. Measured once more by paired_ljmd's rule where the changed
+    regression, exit 1, with the app's changed command listed; the replicate pair (before and its copy) has
+    no ratio regression and no setting differs (its scaling class may gate at the gate's alpha:
+    tests/test_compare_sweeps.py's test_replicate_sweeps_no_change says why and where that rate is tested). Measured once more by paired_ljmd's rule where the changed
     rows' mde is above 10 % (a run of this test beside another sweep on this 2-core host saw ratio 1.141
     [1.053, 1.236], mde 14.6 %, inconclusive with 7 repetitions)."""
     work, results = paired_ljmd.work, paired_ljmd.results
@@ -139,8 +140,9 @@ def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(paired_ljmd):
     assert "app command of" in " ".join(data["differences"])
     same = subprocess.run([str(PERFSWEEP), "compare", str(results), "--variants", "before,copy"],
                           capture_output=True, text=True)
-    assert same.returncode == 0, same.stdout
     assert "paired measurement" in same.stdout and "setting differs" not in same.stdout
+    assert "# regression: 0, improvement: 0," in same.stdout, same.stdout
+    assert same.returncode == (0 if "scaling worse: 0," in same.stdout else 1), same.stdout
 
 
 def paired_whole(results: Path):

@@ -145,6 +145,35 @@ def test_a_paired_sweep_catches_a_whole_program_20_percent_slower(paired_ljmd):
     assert same.returncode == (0 if "scaling worse: 0," in same.stdout else 1), same.stdout
 
 
+@pytest.mark.slow
+def test_variants_that_ran_on_other_nodes_are_still_a_pair_and_another_launcher_is_not(paired_ljmd, tmp_path):
+    """On a cluster each job runs where SLURM finds room, so a configuration's two variants may run on two
+    nodes (the paired SLURM sweep was refused once so: "the variants' runs differ in more than the app
+    (nodes: A n2, B n1, n2)"). On a copy of paired_ljmd's tree whose records say so, compare judges the
+    pair and lists the nodes; a copy whose variants' launchers differ is refused in one line, exit 2."""
+    import shutil
+
+    results = tmp_path / "results"
+    shutil.copytree(paired_ljmd.results, results, ignore=shutil.ignore_patterns("logs", "archive"))
+
+    def rewrite(variant: str, change) -> None:
+        for path in (results / "runs" / f"T_n@{variant}").rglob("rep*.json"):
+            record = json.loads(path.read_text())
+            change(record)
+            path.write_text(json.dumps(record))
+
+    rewrite("before", lambda r: r.update(nodes=["n2"]))
+    rewrite("copy", lambda r: r.update(nodes=["n1", "n2"]))
+    proc = subprocess.run([str(PERFSWEEP), "compare", str(results), "--variants", "before,copy"],
+                          capture_output=True, text=True)
+    assert proc.returncode in (0, 1) and "# setting differs: nodes: A n2, B n1, n2" in proc.stdout, proc.stderr
+    rewrite("copy", lambda r: r["launch"].update(launcher="mpirun -np {p}"))
+    proc = subprocess.run([str(PERFSWEEP), "compare", str(results), "--variants", "before,copy"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "the variants' runs differ in more than the app (launcher: A " in proc.stderr, proc.stderr
+
+
 def paired_whole(results: Path):
     """``perfsweep compare`` of a paired measurement: the process, its JSON, and its whole-run row."""
     proc = subprocess.run([str(PERFSWEEP), "compare", str(results), "--format", "json"], capture_output=True,

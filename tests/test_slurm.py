@@ -188,7 +188,7 @@ def test_the_run_order_reaches_slurm_and_the_records(slurm_sweeps):
 def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(slurm_sweeps):
     """Paired measurement (config key variants:, issue 43) on the cluster: every configuration's variants
     take adjacent places in each round's order and reach SLURM with adjacent nice values; the records
-    name their variant; the whole workflow then models both and perfsweep compare judges the pairs."""
+    name their variant; the sweep then models both and perfsweep compare judges the pairs."""
     sweep = slurm_sweeps["paired"]
     recs = list(finished(sweep).values())
     assert len(recs) == 2 * 3 and all(r["status"] == "ok" for r in recs)

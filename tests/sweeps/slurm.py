@@ -13,7 +13,9 @@ tests assert allows:
   is done (nothing to do).
 - ``mpich``: MPICH's mpiexec, ``bundle: repetitions`` (one allocation per configuration).
 - ``openmpi``: Open MPI's mpirun, with Debian's Python and mpi4py (only where they are installed).
-- ``paired``: ``variants:`` before and after, the whole workflow (paired runs back to back, then compare).
+- ``paired``: ``variants:`` before and after, paired runs back to back, to both variants' models (then
+  compare); no figures or report (local rules on the submit host, which the local sweeps test: drawn
+  after its jobs, they were the last 10 s of this fixture).
 
 and three sweeps whose shape is what their test checks (each its own config, started with the others):
 
@@ -106,7 +108,8 @@ SWEEPS = {
               "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np")], None),
     # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 6 jobs
     "paired": ({**LJMD, "repetitions": 1, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
-                "studies": {"s": {"vary": {"n": [100, 150, 200]}}}}, [], None),
+                "studies": {"s": {"vary": {"n": [100, 150, 200]}}}},
+               ["results/models/s@before/models.json", "results/models/s@after/models.json"], None),
 }
 
 

@@ -20,7 +20,7 @@ from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_paired, load_side
 from perfsweep.compare.page import write_html
 from perfsweep.compare.render import render
-from perfsweep.compare.setting import differences
+from perfsweep.compare.setting import differences, not_paired
 from perfsweep.errors import CompareError, UserError
 
 
@@ -46,7 +46,7 @@ def _compare(args: argparse.Namespace) -> int:
         gc.enable()
     if len(args.sides) == 1:
         changed = differences(args.sides[0], args.sides[0], (bases[0].variant, new.variant))
-        if other := [d for d in changed if ": app command of " not in d]:
+        if other := not_paired(changed):
             raise CompareError(f"{args.sides[0]}: paired measurement: the variants' runs differ in more than the app "
                                f"({other[0]}): they were not measured together")
     else:

@@ -93,6 +93,14 @@ def differences(a: str | Path, b: str | Path, variants: tuple[str | None, str | 
     return out
 
 
+def not_paired(changed: list[str]) -> list[str]:
+    """Of a paired measurement's ``differences``, those that say its variants were not measured together:
+    all but the app's command (the variants' change) and the nodes or hosts their runs ran on (on a
+    cluster every job runs where SLURM finds room, so a configuration's two variants may land on two
+    nodes: a paired sweep on the local 2-node cluster was refused so)."""
+    return [d for d in changed if ": app command of " not in d and not d.startswith(("nodes: ", "host: "))]
+
+
 def _command_change(ca: list[str], cb: list[str]) -> str:
     """``--steps 150 (A) -> 180 (B)``, word by word where the commands are as long, else the words of one only."""
     if len(ca) == len(cb):

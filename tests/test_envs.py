@@ -12,7 +12,8 @@ PIP_ONLY = {"pycubexr"}  # not packaged for conda: the env installs them with pi
 
 
 def _split(spec: str) -> tuple[str, str]:
-    name, rest = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*)$", spec).groups()
+    """(name, version spec) of a requirement; a pip extra (``psycopg[binary]``) is dropped: conda has none."""
+    name, rest = re.match(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*(.*)$", spec).groups()
     return name.lower(), rest.replace(" ", "")
 
 

@@ -173,7 +173,7 @@ LAYERS = (
     ("config", ("config", "config_fields", "config_doc")),
     ("analysis", ("modeling", "tables", "metrics", "overhead", "report", "report_check")),
     ("steps", ("steps",)),
-    ("views", ("compare", "plots", "reproduce")),
+    ("views", ("compare", "history", "plots", "reproduce")),
     ("stages", ("stages",)),
     ("front end", ("cli",)),
 )

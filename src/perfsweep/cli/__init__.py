@@ -15,6 +15,7 @@
     perfsweep check-records results/runs name the damaged run records (the workflow sets them aside)
     perfsweep compare A B [--threshold 5%] [--at n=8000] [--html PATH]
                                          two sweeps' models side by side: exit 1 on a regression
+    perfsweep history add|list|trend     the history store: record sweeps, list them, their trends
 
 User errors print one line ``perfsweep: ...`` and exit 2, without a traceback; an internal error (a bug
 of perfsweep) prints one line naming it and where to report it, and exits 3 (every subcommand; set
@@ -34,7 +35,8 @@ from perfsweep.errors import Terminated, UserError
 # whose register(sub) adds its parser. A command line with one of them imports that module alone: each
 # imports what its command needs (pandas, scipy, Snakemake's planning), which took 3-4 s of every call.
 COMMANDS: dict[str, str] = {"validate": "validate", "run": "run", "predict": "predict", "recommend": "predict",
-                            "check-records": "records", "models": "models", "plan": "plan", "compare": "compare"}
+                            "check-records": "records", "models": "models", "plan": "plan", "compare": "compare",
+                            "history": "history"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

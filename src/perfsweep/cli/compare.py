@@ -6,6 +6,7 @@
     perfsweep compare A B --at n=8000,p=64 --param-map procs=p     # extrapolated; A's procs is B's p
     perfsweep compare results                                       # a paired measurement (variants:): its two variants
     perfsweep compare results --variants base,new                   # ... two of its variants
+    perfsweep compare new/results --history 3 --label branch=main   # against the history store's last 3
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_paired, load_side
 from perfsweep.compare.page import write_html
 from perfsweep.compare.render import render
-from perfsweep.compare.setting import differences, not_paired
+from perfsweep.compare.setting import differences, differences_of, not_paired, setting
 from perfsweep.errors import CompareError, UserError
 
 
@@ -34,9 +35,12 @@ def _compare(args: argparse.Namespace) -> int:
     if args.absolute:
         print("perfsweep: compare: --absolute is deprecated and does nothing: every row is judged on its own ratio "
               "B/A (there is no common shift any more)", file=sys.stderr)
+    history = None
     gc.disable()  # the sides are millions of objects that live to the end: the collector's passes over them while
     try:  # they were read made reading 10,000 call paths a side 3x as slow; frozen after, later passes skip them
-        if len(args.sides) == 1:  # a paired measurement: its variants A and B
+        if args.history is not None:  # the baselines from the history store
+            history, bases, new, changed = _from_history(args)
+        elif len(args.sides) == 1:  # a paired measurement: its variants A and B
             paired = load_paired(args.sides[0], pick)
             bases, new = [paired[0]], paired[1]
         else:
@@ -44,7 +48,9 @@ def _compare(args: argparse.Namespace) -> int:
     finally:
         gc.freeze()
         gc.enable()
-    if len(args.sides) == 1:
+    if history is not None:  # (its differences: _from_history's)
+        pass
+    elif len(args.sides) == 1:
         changed = differences(args.sides[0], args.sides[0], (bases[0].variant, new.variant))
         if other := not_paired(changed):
             raise CompareError(f"{args.sides[0]}: paired measurement: the variants' runs differ in more than the app "
@@ -57,6 +63,12 @@ def _compare(args: argparse.Namespace) -> int:
     result.differences = changed
     sys.stdout.write(render(result, args.format))
     code = result.exit_code()
+    if history is not None:
+        from perfsweep.history.record import record_verdict  # (as in _from_history)
+
+        store, judged, chosen = history
+        record_verdict(store, judged, args.sides[0], [b.id for b in chosen], code, [r.record() for r in result.rows])
+        store.close()
     if args.html:
         try:
             write_html(result, args.html)
@@ -66,6 +78,42 @@ def _compare(args: argparse.Namespace) -> int:
             return code or 2
         print(f"perfsweep: comparison page written to {args.html}", file=sys.stderr)
     return code
+
+
+def _from_history(args: argparse.Namespace):
+    """NEW's baselines from the history store (perfsweep.history.baselines): ((the store, NEW's sweep id if it
+    is recorded, the baselines), the baseline sides, NEW's side, the settings' differences)."""
+    # the history store's modules and SQLAlchemy only where --history asks for them (compare's other calls need none)
+    from sqlalchemy import select
+
+    from perfsweep.history import baselines, schema, store as stores, sweep as sweeps  # (the same)
+
+    if len(args.sides) != 1 or args.variants:
+        raise CompareError("compare: --history N judges one results tree (NEW) against the store's sweeps: give NEW "
+                           "only, without --variants")
+    if args.history < 1:
+        raise CompareError(f"compare: --history {args.history}: give the number of baselines, at least 1")
+    store = stores.open_store(stores.locate(args.store))
+    data = sweeps.read_tree(args.sides[0])
+    chosen = baselines.choose(store, data, args.history, parse_labels(args.label))
+    print(f"perfsweep: compare: {len(chosen)} baseline{'s' if len(chosen) > 1 else ''} from the history store "
+          f"{store.name}: " + ", ".join(f"{b.name()} of {b.when}" for b in chosen), file=sys.stderr)
+    loaded = [baselines.load(store, b, [s.name for s in data.studies]) for b in chosen]
+    with store.read() as conn:
+        judged = conn.execute(select(schema.sweeps.c.id).where(schema.sweeps.c.digest == data.digest)).scalar()
+    new = load_side(args.sides[0])
+    return (store, judged, chosen), [side for side, _ in loaded], new, differences_of(loaded[-1][1], setting(args.sides[0]))
+
+
+def parse_labels(items: list[str]) -> dict[str, str]:
+    """``["branch=main", ...]`` -> {"branch": "main"}."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CompareError(f"--label {item!r}: give NAME=VALUE (e.g. branch=main)")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def register(sub) -> None:
@@ -94,6 +142,13 @@ def register(sub) -> None:
     p.add_argument("--fail-on-inconclusive", action="store_true",
                    help="a strict gate: exit 1 also when a gating row is inconclusive (the sweeps cannot tell)")
     p.add_argument("--absolute", action="store_true", help="deprecated, does nothing: the raw ratios are the default")
+    p.add_argument("--history", type=int, metavar="N", default=None,
+                   help="judge NEW against the last N other sweeps of the history store (the same studies and "
+                        "setting, a host of the same fingerprint): perfsweep compare NEW --history 3")
+    p.add_argument("--store", default=None, help="the history store: a SQLite file or a postgresql:// URL (default: "
+                                                 "$PERFSWEEP_HISTORY, else perfsweep-history.sqlite)")
+    p.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
+                   help="with --history: only baselines recorded with this label (repeatable)")
     p.add_argument("--format", choices=["text", "md", "csv", "json"], default="text")
     p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     p.set_defaults(func=_compare)

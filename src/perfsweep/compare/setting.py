@@ -69,7 +69,11 @@ def _mpi(mpi: Any) -> str | None:
 def differences(a: str | Path, b: str | Path, variants: tuple[str | None, str | None] = (None, None)) -> list[str]:
     """What differs between the runs of the results trees ``a`` and ``b``, one line each (empty: nothing
     found to differ, or no records to compare); ``variants``: of a paired measurement, each side's."""
-    sa, sb = setting(a, variants[0]), setting(b, variants[1])
+    return differences_of(setting(a, variants[0]), setting(b, variants[1]))
+
+
+def differences_of(sa: dict[str, Any], sb: dict[str, Any]) -> list[str]:
+    """:func:`differences` of two settings as :func:`setting` returns them (a history store keeps them)."""
     out: list[str] = []
     for name in ("launcher", "mpi", "host", "cores", "nodes", "perfsweep_version"):
         va, vb = sa["fields"].get(name), sb["fields"].get(name)

@@ -20,6 +20,7 @@ One JSON file per (study, configuration, repetition). The record schema (``perfs
       "host": "node1", "hosts": ["node1"],
       "mpi": {"library": "MPICH", "version": "MPICH Version: 5.0.2", "standard": "4.1"},
       "slurm": null | {"job_id": "123", "nodelist": "n[1-2]", "tasks_per_node": "1(x2)", ...},
+      "machine": {"cpu_model": "...", "cores": 64, "memory": bytes, "kernel": "6.1.0-..."},  # since issue 56
       "nodes": ["n1", "n2"], "ranks_per_node": {"n1": 1, "n2": 1},   # where the ranks ran
       "recorded_by": "...",   # only on the record of a run whose SLURM job ended (perfsweep.sweep.ended)
       "ranks": [ {"rank": 0, "init": s, "compute": s, "io": s, "comm": s, "other": s, "total": s,

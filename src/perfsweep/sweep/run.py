@@ -22,6 +22,7 @@ import ctypes
 import datetime as _dt
 import json
 import os
+import platform
 import re
 import signal
 import socket
@@ -70,6 +71,23 @@ def slurm_info() -> dict[str, str] | None:
             "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
             "tasks_per_node": "SLURM_TASKS_PER_NODE"}
     return {k: env[v] for k, v in keys.items() if v in env}
+
+
+def machine_info() -> dict[str, Any]:
+    """What the history store fingerprints a host by (perfsweep.history.sweep): the CPU model, the cores
+    the machine has, its memory in bytes and the kernel release."""
+    model = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return {"cpu_model": model or platform.processor() or None, "cores": os.cpu_count(), "memory": memory,
+            "kernel": platform.release() or None}
 
 
 def _now() -> str:
@@ -189,6 +207,7 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
         "host": socket.gethostname(),
         "cores": available_cores(),  # the CPUs the run had: ranks beyond them are oversubscribed
         "slurm": slurm_info(),
+        "machine": machine_info(),
         "perfsweep_version": __version__,
     }
 

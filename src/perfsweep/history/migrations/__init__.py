@@ -1,0 +1,1 @@
+"""Alembic's migrations of the history store (perfsweep.history.store runs them; no alembic.ini)."""

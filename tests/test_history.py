@@ -260,3 +260,107 @@ def test_two_writers_at_once_and_twenty_killed_writers_leave_a_whole_store(tmp_p
         todo = [s for s in todo if s.digest not in present]
     print(f"killed inside the transaction: {inside} of 20")
     assert inside >= 10, inside
+
+
+@pytest.mark.slow
+def test_perfsweep_run_records_the_sweep_into_the_configured_store(ljmd_sweep, tmp_path):
+    """``history:`` in the config: perfsweep run (on a copy of the shared sweep: nothing to measure) records
+    the sweep with its labels and app version, and a second run adds nothing; a store that is no store is
+    one line, exit 2, before Snakemake starts."""
+    copy = ljmd_sweep.copy(tmp_path / "copy")
+    copy.write_config({**copy.config, "history": "h.sqlite"})
+    proc = copy.run("--no-report", "--label", "branch=ci", "--app-version", "abc123")
+    assert "perfsweep: history: recorded as sweep #1 in h.sqlite (60 run records)" in proc.stdout, proc.stdout[-2000:]
+    again = copy.run("--no-report")
+    assert "already recorded as sweep #1" in again.stdout
+    listed = json.loads(perfsweep("history", "list", "--store", copy.work / "h.sqlite", "--format", "json").stdout)
+    (sweep,) = listed["sweeps"]
+    assert sweep["labels"] == {"branch": "ci"} and sweep["app_version"] == "abc123" and sweep["runs"] == 60
+    assert sorted(sweep["studies"]) == ["T_n_m", "T_n_m_c", "T_n_p"] and sweep["perfsweep_version"]
+    (copy.work / "notes.sqlite").write_text("not a database\n")
+    copy.write_config({**copy.config, "history": "notes.sqlite"})
+    proc = copy.run("--no-report", check=False)
+    said = one_line_exit_2(proc)
+    assert "notes.sqlite: not a perfsweep history store" in said and "+ " not in proc.stdout
+
+
+def _open(where: str, log: str) -> None:
+    from perfsweep.history.store import open_store
+
+    open_store(where).close()
+    Path(log).write_text("opened\n")
+
+
+def test_an_older_store_migrates_once_when_two_processes_open_it_at_once(tmp_path):
+    """A store at revision 0001 (no index on the fingerprint) opened by two processes at the same moment:
+    both open it, it is at HEAD once (one version row, the index there), nothing recorded in it is lost."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    from perfsweep.history import store as stores
+
+    where = str(tmp_path / "old.sqlite")
+    engine = create_engine(f"sqlite:///{where}")
+    with engine.begin() as conn:
+        config = Config()
+        config.set_main_option("script_location", str(stores.MIGRATIONS))
+        config.set_main_option("version_table", stores.VERSION_TABLE)
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0001")
+        conn.exec_driver_sql(f"PRAGMA application_id = {stores.APPLICATION_ID}")
+        conn.exec_driver_sql("INSERT INTO sweeps (digest, results, recorded_at, labels, fingerprint, host, repetitions, "
+                             "runs) VALUES ('d', 'r', '2026-01-01', '{}', 'f', '{}', 1, 0)")
+    engine.dispose()
+    fork = multiprocessing.get_context("fork")
+    openers = [fork.Process(target=_open, args=(where, str(tmp_path / f"o{k}"))) for k in (0, 1)]
+    for p in openers:
+        p.start()
+    for p in openers:
+        p.join(60)
+        assert p.exitcode == 0
+    assert all((tmp_path / f"o{k}").read_text() == "opened\n" for k in (0, 1))
+    with sqlite3.connect(where) as db:
+        assert db.execute(f"SELECT version_num FROM {stores.VERSION_TABLE}").fetchall() == [(stores.HEAD,)]
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'sweeps_fingerprint'").fetchall()
+        assert db.execute("SELECT digest FROM sweeps").fetchall() == [("d",)]
+
+
+PROBE = """<script>
+const rows = [...document.querySelectorAll("tr.series")].map(tr => {
+  const svg = tr.querySelector("svg"), box = svg.getBoundingClientRect();
+  const line = svg.querySelector("polyline"), length = line ? line.getTotalLength() : 0;
+  return {cells: [...tr.children].slice(0, 3).map(td => td.textContent), width: box.width, height: box.height,
+          line: length, dots: svg.querySelectorAll("circle").length, changes: svg.querySelectorAll("line.change").length};
+});
+const pre = document.createElement("pre"); pre.id = "probe"; pre.textContent = JSON.stringify(rows);
+document.body.appendChild(pre);
+</script>"""
+
+
+@pytest.mark.slow
+def test_the_trend_page_draws_every_row_in_chromium(history_sweeps, tmp_path):
+    """The trend page of every recorded study in real Chromium, offline: one row per series, each row's
+    figure drawn (a line over the sweeps, a dot per measured median, a red rule per change point)."""
+    import html as htmllib
+    import re
+
+    from perfsweep.report_check import chromium, dump_dom
+
+    if chromium() is None and not os.environ.get("CI"):
+        pytest.skip("Chromium is not installed (apt-get install chromium; CI installs it)")
+    page = tmp_path / "trends.html"
+    proc = perfsweep("history", "trend", "--store", history_sweeps["store"], "--html", page)
+    assert proc.returncode == 0 and f"perfsweep: trend page written to {page}" in proc.stderr, proc.stderr
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    rows = json.loads(htmllib.unescape(re.search(r'<pre id="probe">(.*?)</pre>', dump_dom(probe), re.S).group(1)))
+    by = {tuple(r["cells"]): r for r in rows}
+    series = json.loads(perfsweep("history", "trend", "--store", history_sweeps["store"], "--format", "json").stdout)
+    assert sorted(by) == sorted((s["study"], s["region"], s["metric"]) for s in series["series"]) and len(rows) > 7
+    assert {c[0] for c in by} == {"S", "T_n_m", "T_n_p", "T_n_m_c"}
+    for cells, r in by.items():
+        assert r["width"] > 300 and r["height"] > 50 and r["line"] >= 0, (cells, r)
+    synthetic = {c[1]: r for c, r in by.items() if c[0] == "S"}
+    assert all(r["line"] > 100 and r["dots"] == 6 for r in synthetic.values()), synthetic
+    assert {region: r["changes"] for region, r in synthetic.items()} == {"all": 2, "r5": 2, **{f"r{k}": 1 for k in range(5)}}

@@ -114,6 +114,7 @@ class SweepConfig:
     exclusive: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
     seed: int = 1  # of the run order within each repetition round (perfsweep.sweep.order)
+    history: str | None = None  # the history store perfsweep run records the sweep into (perfsweep.history)
     variants: tuple[str, ...] = ()  # paired measurement: every study measured once per variant
     disturbed: float = 0.1  # variability.disturbed: the share of the cores a run needed that others may take (tables.disturbed_runs)
 
@@ -207,6 +208,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         bundle=data["bundle"],
         exclusive=bool(data["exclusive"]),
         seed=int(data["seed"]),
+        history=data.get("history"),
         variants=tuple(data.get("variants") or ()),
         disturbed=float(var["disturbed"]),
         extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},

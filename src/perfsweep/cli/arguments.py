@@ -1,10 +1,13 @@
 """The argument types the subcommands share: a count of at least 1, a fraction, a confidence level, a
-number of seconds; each an argparse type whose error is one line (perfsweep.cli's parser)."""
+number of seconds; each an argparse type whose error is one line (perfsweep.cli's parser); and the labels
+of a sweep in the history store (``--label NAME=VALUE``)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+
+from perfsweep.errors import UserError
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -45,3 +48,14 @@ def seconds(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
     return value
+
+
+def parse_labels(items: list[str]) -> dict[str, str]:
+    """``["branch=main", ...]`` -> {"branch": "main"}."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"--label {item!r}: give NAME=VALUE (e.g. branch=main)")
+        out[name.strip()] = value.strip()
+    return out

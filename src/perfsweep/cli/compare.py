@@ -16,7 +16,7 @@ import gc
 import math
 import sys
 
-from perfsweep.cli.arguments import level
+from perfsweep.cli.arguments import level, parse_labels
 from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_paired, load_side
 from perfsweep.compare.page import write_html
@@ -103,17 +103,6 @@ def _from_history(args: argparse.Namespace):
         judged = conn.execute(select(schema.sweeps.c.id).where(schema.sweeps.c.digest == data.digest)).scalar()
     new = load_side(args.sides[0])
     return (store, judged, chosen), [side for side, _ in loaded], new, differences_of(loaded[-1][1], setting(args.sides[0]))
-
-
-def parse_labels(items: list[str]) -> dict[str, str]:
-    """``["branch=main", ...]`` -> {"branch": "main"}."""
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise CompareError(f"--label {item!r}: give NAME=VALUE (e.g. branch=main)")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def register(sub) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perfsweep.cli.compare import parse_labels
+from perfsweep.cli.arguments import parse_labels
 
 
 def _store(args):

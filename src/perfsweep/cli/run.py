@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from perfsweep import layout
-from perfsweep.cli.arguments import DEFAULT_CONFIG, positive_int
+from perfsweep.cli.arguments import DEFAULT_CONFIG, parse_labels, positive_int
+from perfsweep.history import ENV as HISTORY_ENV
 from perfsweep.config import load_config_file
 from perfsweep.layout import REPO_ROOT
 from perfsweep.errors import Terminated, UserError
@@ -29,6 +30,10 @@ def register(sub) -> None:
     r.add_argument("config", nargs="?", default=DEFAULT_CONFIG)
     r.add_argument("--cores", type=positive_int, default=None, help="cores for Snakemake (default: all)")
     r.add_argument("--no-report", action="store_true", help="skip the HTML report after the sweep")
+    r.add_argument("--app-version", default=None,
+                   help="the app's version or commit, kept with the sweep in the history store (config key history:)")
+    r.add_argument("--label", action="append", default=[], metavar="NAME=VALUE",
+                   help="a label of the sweep in the history store, e.g. branch=main (repeatable)")
     r.add_argument("--stop-on-error", action="store_true",
                    help="stop at the first failed job (default: finish every other study, Snakemake --keep-going)")
     r.add_argument("--workflow", metavar="DIR", default=None,
@@ -103,6 +108,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if dry:
         return snakemake([])
+    store = _history_store(sweep)  # a store that cannot be used: one line before anything is measured
+    labels = parse_labels(args.label)
     if not acquire_run_lock() or workdir_busy():
         raise UserError("another perfsweep run is working in this directory: wait for it to end or stop it "
                         "(Ctrl-C); Snakemake's --unlock would let both write the same records")
@@ -110,6 +117,8 @@ def _run(args: argparse.Namespace) -> int:
     rc = run_rounds(snakemake, sweep)  # again while a step (e.g. adaptive repetitions) plans more runs
     if rc == 0 and after_run:
         print(f"perfsweep: report written to {report}")
+    if rc == 0 and store is not None:
+        _record_history(store, sweep.results, labels, args.app_version)
     elif rc == 1 and (why := _cannot_write(Path(sweep.results) if Path(sweep.results).is_dir() else where)):
         # the runs' records and logs had no room: say why
         print(f"perfsweep: {sweep.results}: {why}: the runs could not write their records and logs (the finished "
@@ -117,6 +126,35 @@ def _run(args: argparse.Namespace) -> int:
     elif rc == 1 and not args.stop_on_error:  # a job failed; with --keep-going the rest was made
         _report_despite_failures(snakemake if after_run else None, sweep, report)
     return rc
+
+
+def _history_store(sweep):
+    """The history store the sweep is recorded into ($PERFSWEEP_HISTORY, else the config's ``history:``),
+    opened and checked now; None where none is configured."""
+    where = os.environ.get(HISTORY_ENV) or sweep.history
+    if not where:
+        return None
+    from perfsweep.history.store import open_store  # SQLAlchemy only where a store is configured
+
+    store = open_store(where)
+    store.close()
+    return where
+
+
+def _record_history(where: str, results: str, labels: dict[str, str], app_version: str | None) -> None:
+    # the recording's modules (compare's loader, the modeler's models) only where a store is configured
+    from perfsweep.history.record import record
+    from perfsweep.history.store import open_store  # (the same)
+    from perfsweep.history.sweep import read_tree  # (the same)
+
+    store = open_store(where)
+    try:
+        data = read_tree(results)
+        sweep_id, new = record(store, data, labels, app_version)
+    finally:
+        store.close()
+    print(f"perfsweep: history: {'recorded as' if new else 'already recorded as'} sweep #{sweep_id} in {store.name}"
+          f" ({len(data.run_digests)} run records)")
 
 
 def _cannot_write(where: Path, size: int = 1 << 16) -> str | None:

@@ -12,3 +12,5 @@ with them (issue 56).
 - :mod:`perfsweep.history.trends`: per study, region and metric the recorded sweeps in order, with the
   change points (ruptures).
 """
+
+ENV = "PERFSWEEP_HISTORY"  # the store, where set: before the config's history: key and the default

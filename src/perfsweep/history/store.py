@@ -40,8 +40,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from perfsweep.errors import UserError
-
-ENV = "PERFSWEEP_HISTORY"
+from perfsweep.history import ENV
 DEFAULT = "perfsweep-history.sqlite"
 APPLICATION_ID = 0x70737770  # "pswp": SQLite's application_id of a perfsweep store
 VERSION_TABLE = "perfsweep_alembic_version"
@@ -139,6 +138,8 @@ def _reason(exc: Exception) -> str:
     """A database error in a line: a server that does not answer, a damaged file, a lock not got."""
     orig = getattr(exc, "orig", exc)
     message = (str(orig).strip().splitlines() or [type(orig).__name__])[0]
+    if "FATAL:" in message:  # the server answered and refused: no such role or database, a wrong password
+        return f"the server refused the connection ({message.split('FATAL:', 1)[1].strip()[:160]})"
     if "timeout expired" in message or "Connection refused" in message or "could not connect" in message \
             or "connection failed" in message or "No such file or directory" in message and "socket" in message:
         return f"the server did not answer within {CONNECT_TIMEOUT} s ({message[:160]})"

@@ -39,6 +39,7 @@ import io
 import json
 import os
 import pstats
+import re
 import shutil
 import sqlite3
 import statistics
@@ -48,6 +49,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -159,6 +161,37 @@ class Sweeps:
                 q += 1
 
 
+def timed_limit(cmd: list[str], limit: float) -> tuple[float, subprocess.CompletedProcess | None]:
+    """compare_scale.timed, stopped after ``limit`` seconds (then None)."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - start, None
+    return time.perf_counter() - start, proc
+
+
+def found_changes(text: str, sweeps: Sweeps) -> str:
+    """What the trend's text table says of its change points (its header: a line per series)."""
+    changes, classes = {}, {}
+    for line in text.splitlines():
+        m = re.match(rf"# {STUDY} / (\S+) / time: changes at (.*?)(?:; class changes at (.*))?$", line)
+        if m:
+            changes[m[1]] = [] if m[2] == "none" else [c.split() for c in m[2].split("; ")]
+            classes[m[1]] = re.findall(r"#(\d+)", m[3] or "")
+    step, grow = str(sweeps.step_at), str(sweeps.class_at)
+    hits = [float(c[1][1:]) for k in sweeps.stepped for c in changes.get(sweeps.regions[k], [])
+            if c[0] == "#" + step and len(c) > 1]
+    grown = [sweeps.regions[k] for k in sweeps.grown]
+    expected = {sweeps.regions[k] for k in sweeps.stepped} | set(grown)
+    others = sum(len(c) for region, c in changes.items() if region not in expected)
+    return (f"change points in {len(changes)} series: the +20 % at sweep #{step} found in {len(hits)} of "
+            f"{len(sweeps.stepped)} call paths (x{min(hits, default=0):.3f}-x{max(hits, default=0):.3f}); the n^2 at "
+            f"#{grow}: a change point in {sum(any(i == '#' + grow for i, *_ in changes.get(g, [])) for g in grown)} of "
+            f"{len(grown)}, a class change in {sum(grow in classes.get(g, []) for g in grown)}; other change points: "
+            f"{others} in the {len(changes) - len(expected & set(changes))} series without a step")
+
+
 def median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
@@ -231,6 +264,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None,
                     help="where output.txt and profiles go (default bench/results/history_scale/<commit>-quiet)")
     ap.add_argument("--keep", type=Path, default=None, help="build the store and trees in this directory and keep them")
+    ap.add_argument("--trend-limit", type=float, default=900, help="seconds after which a trend run is stopped")
     ap.add_argument("--profile", choices=["missed", "all", "none"], default="missed",
                     help="run a command once more under cProfile where its target is missed (default), always or never")
     args = ap.parse_args()
@@ -266,7 +300,7 @@ def run(args, work: Path, out: Path) -> int:
     from perfsweep.history.record import record
     from perfsweep.history.store import open_store
     from perfsweep.history.sweep import read_tree
-    from perfsweep.history.trends import render_table, trends, write_html
+    from perfsweep.history.trends import render_table, write_html
 
     store_path = work / "history.sqlite"
     n = args.sweeps
@@ -281,7 +315,6 @@ def run(args, work: Path, out: Path) -> int:
     store = open_store(str(store_path))
     scratch = work / "scratch"
     took = {"write": [], "read_tree": [], "record": []}
-    ids = {}
     t_fill = time.perf_counter()
     for i in range(1, n + 1):
         root = tree(i) if i > n - 3 else scratch
@@ -290,9 +323,9 @@ def run(args, work: Path, out: Path) -> int:
         t1 = time.perf_counter()
         data = read_tree(root)
         t2 = time.perf_counter()
-        ids[i], new = record(store, data, {"branch": "main"}, f"v{i}")
+        sweep_id, new = record(store, data, {"branch": "main"}, f"v{i}")
         t3 = time.perf_counter()
-        assert new, i
+        assert new and sweep_id == i, (i, sweep_id)  # sweep i is #i (the trend's change points name them so)
         took["write"].append(t1 - t0)
         took["read_tree"].append(t2 - t1)
         took["record"].append(t3 - t2)
@@ -358,42 +391,65 @@ def run(args, work: Path, out: Path) -> int:
     # --- the trend page ----------------------------------------------------------------------------------------
     page = work / "trends.html"
     trend = [PERFSWEEP, "history", "trend", "--store", str(store_path), "--study", STUDY, "--html", str(page)]
+    stdout = ""
     for r in range(args.repeats):
-        took_t, proc = timed(trend)
+        took_t, proc = timed_limit(trend, args.trend_limit)
+        if proc is None:
+            print(f"  round {r + 1}: history trend --html stopped after {took_t:.0f} s (--trend-limit)", flush=True)
+            times["trend"].append(took_t)
+            break
         assert proc.returncode == 0, proc.stderr
+        stdout = proc.stdout
         times["trend"].append(took_t)
-        print(f"  round {r + 1}: history trend --html {took_t:5.2f} s, load average {os.getloadavg()[0]:.1f}", flush=True)
+        print(f"  round {r + 1}: history trend --html {took_t:6.2f} s, load average {os.getloadavg()[0]:.1f}", flush=True)
+        if took_t > 3 * TARGETS["trend"] and r + 1 < args.repeats:
+            print("  (no more rounds: the first took more than 3x its target)", flush=True)
+            break
     trend_s = median(times["trend"])
-    print(f"history trend --study {STUDY} --html PAGE, median of {args.repeats}: {trend_s:.2f} s "
+    print(f"history trend --study {STUDY} --html PAGE, median of {len(times['trend'])}: {trend_s:.2f} s "
           f"({spread(times['trend'])}; {trend_s / base:.1f}x predict)   target <= {TARGETS['trend']:.0f} s: "
           f"{verdict(trend_s, TARGETS['trend'])}")
-    print(f"  page {page.stat().st_size / 1e6:.2f} MB, its text table on stdout {len(proc.stdout) / 1e6:.2f} MB "
-          f"({proc.stdout.count(chr(10)):,} lines)")
+    if stdout:
+        print(f"  page {page.stat().st_size / 1e6:.2f} MB, its text table on stdout {len(stdout) / 1e6:.2f} MB "
+              f"({stdout.count(chr(10)):,} lines)")
+        print("  " + found_changes(stdout, sweeps), flush=True)
+    # where its time goes, in-process: the query and series without their change points, the change points of
+    # a few series (each series has its own), the text table and the page
+    import ruptures  # noqa: F401  (its import is timed with the CLI's, not with the first series)
+
+    from perfsweep.history import trends as tr
+
     store = open_store(str(store_path))
     t0 = time.perf_counter()
-    table = trends(store, study=STUDY)
+    with mock.patch.object(tr, "change_points", lambda *a: []):
+        table = tr.trends(store, study=STUDY)
     t1 = time.perf_counter()
-    text = render_table(table, "text")
+    render_table(table, "text")
     t2 = time.perf_counter()
     write_html(table, work / "again.html", store_name=store.name)
     t3 = time.perf_counter()
     store.close()
-    print(f"  in-process: trends() {t1 - t0:.2f} s, render_table(text) {t2 - t1:.2f} s, write_html {t3 - t2:.2f} s "
-          f"({len(text) / 1e6:.1f} MB of text)")
-    STEP_AT, CLASS_AT = sweeps.step_at, sweeps.class_at
-    found = {s["region"]: s for s in table["series"]}
-    stepped = [found[sweeps.regions[k]] for k in sweeps.stepped]
-    grown = [found[sweeps.regions[k]] for k in sweeps.grown]
-    at = lambda s, i: [c for c in s["changes"] if c["sweep"] == ids.get(i)]  # noqa: E731
-    hits = [c["ratio"] for s in stepped for c in at(s, STEP_AT)]
-    expected = {sweeps.regions[k] for k in sweeps.stepped} | {sweeps.regions[k] for k in sweeps.grown}
-    others = sum(len(s["changes"]) for s in table["series"] if s["region"] not in expected)
-    if n >= 10:
-        print(f"  change points: the +20 % at sweep #{ids.get(STEP_AT)} found in {len(hits)} of {len(stepped)} call paths "
-              f"(x{min(hits, default=0):.3f}-x{max(hits, default=0):.3f}); the n^2 class change at #{ids.get(CLASS_AT)} in "
-              f"{sum(bool(at(s, CLASS_AT)) for s in grown)} of {len(grown)} (class change named in "
-              f"{sum(any(c['sweep'] == ids.get(CLASS_AT) for c in s['class_changes']) for s in grown)}); other "
-              f"change points: {others} in the {len(table['series']) - len(expected)} series without a step")
+    by_region = {s["region"]: s for s in table["series"]}
+    plain = next(k for k in range(sweeps.paths) if k not in sweeps.stepped + sweeps.grown)
+    sample = [by_region[sweeps.regions[k]] for k in (sweeps.stepped[0], plain, *sweeps.grown[:1])]
+    each = []
+    for s in sample:
+        args_cp = ([p["prediction"] for p in s["points"]], [p["low"] for p in s["points"]],
+                   [p["high"] for p in s["points"]])
+        t = time.perf_counter()
+        tr.change_points(*args_cp)
+        each.append(time.perf_counter() - t)
+    per = median(each)
+    points = len(sample[0]["points"])
+    print(f"  in-process: the query and {len(table['series'])} series without change points {t1 - t0:.2f} s; change points "
+          f"{per:.2f} s a series of {points} sweeps ({', '.join(f'{x:.2f}' for x in each)} s for {len(each)} series: "
+          f"x {len(table['series'])} series = {per * len(table['series']):.0f} s); render_table(text) {t2 - t1:.2f} s; "
+          f"write_html {t3 - t2:.2f} s")
+    if args.profile == "all" or (args.profile == "missed" and trend_s > TARGETS["trend"]):
+        prof = cProfile.Profile()
+        prof.runcall(tr.change_points, *args_cp)
+        print(f"  profile of change_points() of one series of {points} sweeps, in-process (profile-trend.txt):")
+        print(top(pstats.Stats(prof), out / "profile-trend.txt"))
     print(flush=True)
 
     # --- recording one more sweep ------------------------------------------------------------------------------
@@ -438,7 +494,7 @@ def run(args, work: Path, out: Path) -> int:
             if name == "compare_history":
                 profile_cli(name, from_store[1:], out)
             elif name == "trend":
-                profile_cli(name, trend[1:], out)
+                continue  # profiled above: the change points of one series (a CLI run under cProfile takes minutes)
             else:
                 root = tree(n + 1 + 2 * args.repeats)
                 sweeps.write(root, n + 1 + 2 * args.repeats)

@@ -269,17 +269,18 @@ def test_perfsweep_run_records_the_sweep_into_the_configured_store(ljmd_sweep, t
     one line, exit 2, before Snakemake starts."""
     copy = ljmd_sweep.copy(tmp_path / "copy")
     copy.write_config({**copy.config, "history": "h.sqlite"})
-    proc = copy.run("--no-report", "--label", "branch=ci", "--app-version", "abc123")
+    proc = perfsweep("run", "c.yaml", "--no-report", "--label", "branch=ci", "--app-version", "abc123", cwd=copy.work)
+    assert proc.returncode == 0, proc.stderr[-3000:]
     assert "perfsweep: history: recorded as sweep #1 in h.sqlite (60 run records)" in proc.stdout, proc.stdout[-2000:]
-    again = copy.run("--no-report")
-    assert "already recorded as sweep #1" in again.stdout
+    again = perfsweep("run", "c.yaml", "--no-report", cwd=copy.work)
+    assert again.returncode == 0 and "already recorded as sweep #1" in again.stdout
     listed = json.loads(perfsweep("history", "list", "--store", copy.work / "h.sqlite", "--format", "json").stdout)
     (sweep,) = listed["sweeps"]
     assert sweep["labels"] == {"branch": "ci"} and sweep["app_version"] == "abc123" and sweep["runs"] == 60
     assert sorted(sweep["studies"]) == ["T_n_m", "T_n_m_c", "T_n_p"] and sweep["perfsweep_version"]
     (copy.work / "notes.sqlite").write_text("not a database\n")
     copy.write_config({**copy.config, "history": "notes.sqlite"})
-    proc = copy.run("--no-report", check=False)
+    proc = perfsweep("run", "c.yaml", "--no-report", cwd=copy.work)
     said = one_line_exit_2(proc)
     assert "notes.sqlite: not a perfsweep history store" in said and "+ " not in proc.stdout
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib
 import io
 import json
 import os
@@ -264,7 +265,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None,
                     help="where output.txt and profiles go (default bench/results/history_scale/<commit>-quiet)")
     ap.add_argument("--keep", type=Path, default=None, help="build the store and trees in this directory and keep them")
-    ap.add_argument("--trend-limit", type=float, default=900, help="seconds after which a trend run is stopped")
+    ap.add_argument("--trend-limit", type=float, default=120,
+                    help="seconds after which a history trend run is stopped and reported as longer (default 120: "
+                         "12x its target; the in-process parts estimate the whole)")
     ap.add_argument("--profile", choices=["missed", "all", "none"], default="missed",
                     help="run a command once more under cProfile where its target is missed (default), always or never")
     args = ap.parse_args()
@@ -406,16 +409,21 @@ def run(args, work: Path, out: Path) -> int:
             print("  (no more rounds: the first took more than 3x its target)", flush=True)
             break
     trend_s = median(times["trend"])
-    print(f"history trend --study {STUDY} --html PAGE, median of {len(times['trend'])}: {trend_s:.2f} s "
-          f"({spread(times['trend'])}; {trend_s / base:.1f}x predict)   target <= {TARGETS['trend']:.0f} s: "
-          f"{verdict(trend_s, TARGETS['trend'])}")
+    if not stdout:  # stopped: longer than that
+        print(f"history trend --study {STUDY} --html PAGE: more than {trend_s:.0f} s (stopped; "
+              f"{trend_s / base:.0f}x predict)   target <= {TARGETS['trend']:.0f} s: "
+              f"{'MISSED' if trend_s > TARGETS['trend'] else 'not measured (--trend-limit below it)'}")
+    else:
+        print(f"history trend --study {STUDY} --html PAGE, median of {len(times['trend'])}: {trend_s:.2f} s "
+              f"({spread(times['trend'])}; {trend_s / base:.1f}x predict)   target <= {TARGETS['trend']:.0f} s: "
+              f"{verdict(trend_s, TARGETS['trend'])}")
     if stdout:
         print(f"  page {page.stat().st_size / 1e6:.2f} MB, its text table on stdout {len(stdout) / 1e6:.2f} MB "
               f"({stdout.count(chr(10)):,} lines)")
         print("  " + found_changes(stdout, sweeps), flush=True)
     # where its time goes, in-process: the query and series without their change points, the change points of
     # a few series (each series has its own), the text table and the page
-    import ruptures  # noqa: F401  (its import is timed with the CLI's, not with the first series)
+    importlib.import_module("ruptures")  # (its import is timed with the CLI's, not with the first series)
 
     from perfsweep.history import trends as tr
 
@@ -430,25 +438,31 @@ def run(args, work: Path, out: Path) -> int:
     t3 = time.perf_counter()
     store.close()
     by_region = {s["region"]: s for s in table["series"]}
-    plain = next(k for k in range(sweeps.paths) if k not in sweeps.stepped + sweeps.grown)
-    sample = [by_region[sweeps.regions[k]] for k in (sweeps.stepped[0], plain, *sweeps.grown[:1])]
-    each = []
-    for s in sample:
-        args_cp = ([p["prediction"] for p in s["points"]], [p["low"] for p in s["points"]],
-                   [p["high"] for p in s["points"]])
-        t = time.perf_counter()
-        tr.change_points(*args_cp)
-        each.append(time.perf_counter() - t)
-    per = median(each)
-    points = len(sample[0]["points"])
-    print(f"  in-process: the query and {len(table['series'])} series without change points {t1 - t0:.2f} s; change points "
-          f"{per:.2f} s a series of {points} sweeps ({', '.join(f'{x:.2f}' for x in each)} s for {len(each)} series: "
-          f"x {len(table['series'])} series = {per * len(table['series']):.0f} s); render_table(text) {t2 - t1:.2f} s; "
-          f"write_html {t3 - t2:.2f} s")
+    kinds = {"+20 % step": sweeps.stepped, "n^2 class change": sweeps.grown,
+             "no step": [k for k in range(sweeps.paths) if k not in sweeps.stepped + sweeps.grown]}
+    estimate, said, series_of = 0.0, [], {}
+    for kind, members in kinds.items():
+        took_k, found_k = [], []
+        for k in members[:2]:
+            pts = by_region[sweeps.regions[k]]["points"]
+            series_of[kind] = ([p["prediction"] for p in pts], [p["low"] for p in pts], [p["high"] for p in pts])
+            t = time.perf_counter()
+            at = tr.change_points(*series_of[kind])
+            took_k.append(time.perf_counter() - t)
+            found_k.append("/".join(f"#{pts[i]['sweep']}" for i in at) or "none")
+        if took_k:
+            estimate += median(took_k) * len(members)
+            said.append(f"{kind} ({len(members)} series): {', '.join(f'{x:.2f}' for x in took_k)} s, changes at "
+                        f"{', '.join(found_k)}")
+    points = len(table["series"][0]["points"]) if table["series"] else 0
+    print(f"  in-process: the query and {len(table['series'])} series without change points {t1 - t0:.2f} s; "
+          f"render_table(text) {t2 - t1:.2f} s; write_html {t3 - t2:.2f} s; change_points() of series of {points} "
+          f"sweeps, 2 of each kind: {'; '.join(said)}; so {estimate:.0f} s for the {len(table['series'])} series")
     if args.profile == "all" or (args.profile == "missed" and trend_s > TARGETS["trend"]):
         prof = cProfile.Profile()
-        prof.runcall(tr.change_points, *args_cp)
-        print(f"  profile of change_points() of one series of {points} sweeps, in-process (profile-trend.txt):")
+        prof.runcall(tr.change_points, *series_of["no step" if "no step" in series_of else next(iter(series_of))])
+        print(f"  profile of change_points() of one series of {points} sweeps without a step, in-process "
+              "(profile-trend.txt):")
         print(top(pstats.Stats(prof), out / "profile-trend.txt"))
     print(flush=True)
 
@@ -510,7 +524,8 @@ def run(args, work: Path, out: Path) -> int:
             print("  profile of record() in-process (profile-record.txt):")
             print(top(pstats.Stats(prof), out / "profile-record.txt"))
     met = sum(not m for m in missed.values()) + (rec_s <= TARGETS["record"])
-    print(f"targets met: {met} of 4 (add {add_s:.2f} s, record() {rec_s:.3f} s, trend {trend_s:.2f} s, "
+    print(f"targets met: {met} of 4 (add {add_s:.2f} s, record() {rec_s:.3f} s, trend {'' if stdout else 'more than '}"
+          f"{trend_s:.2f} s, "
           f"--history / directories {ratio:.2f}x)")
     return 0
 

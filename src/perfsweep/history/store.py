@@ -11,7 +11,8 @@ nothing in the store:
 - a SQLite file that is not one (its first 16 bytes), one that SQLite finds damaged, or one of another
   application (SQLite's ``application_id`` is not perfsweep's and the file has tables);
 - a schema from a newer perfsweep (a revision this perfsweep's migrations do not know);
-- a PostgreSQL server that does not answer within ``CONNECT_TIMEOUT`` seconds.
+- a PostgreSQL server that does not answer within ``CONNECT_TIMEOUT`` seconds, or refuses the connection
+  (no such role or database, a wrong password: its message, never the password).
 
 An older schema is migrated (Alembic, perfsweep/history/migrations) once, under a lock that makes a
 second process that opens it at the same moment wait and then find it done: SQLite's write lock (``BEGIN

@@ -22,13 +22,17 @@ included), ``--repeats`` times, the median printed beside its target and a basel
 - ``perfsweep compare B1 B2 B3 NEW --format json`` (the last three sweeps' trees, kept) and ``perfsweep
   compare NEW --history 3 --store FILE --format json`` (NEW: sweep 1,001, not recorded yet), interleaved;
   their rows and exit codes checked to be the same; the ratio of their medians;
-- ``perfsweep history trend --store FILE --study T_n_p --html PAGE`` (its text table on stdout as well);
-  the change points it finds (in-process, untimed), and in-process the parts' times;
+- ``perfsweep history trend --store FILE --study T_n_p --html PAGE`` (its text table on stdout as well),
+  stopped after ``--trend-limit`` s (120) and no more rounds after one of over 3x its target; the change
+  points its table names; in-process (untimed by the target) its parts: the query and series without
+  change points, the text table, the page, change_points() of two series of each kind, extrapolated;
 - ``perfsweep history add TREE --store FILE`` of one more sweep each round (NEW, then sweeps 1,002, ...),
   and in-process read_tree and record() of further sweeps.
 
-A target missed: the command run once more under cProfile, its top entries printed and the profile
-written to ``<out>/profile-<name>.txt``. The output (this stdout) goes to ``<out>/output.txt`` as well.
+A target missed: the command run once more under cProfile (the trend: change_points() of one series
+in-process; a CLI run of a slow trend under cProfile takes minutes), its top entries printed and the
+profile written to ``<out>/profile-<name>.txt``. The output (this stdout) goes to ``<out>/output.txt``
+as well.
 """
 
 from __future__ import annotations

@@ -94,14 +94,14 @@ def _from_history(args: argparse.Namespace):
     if args.history < 1:
         raise CompareError(f"compare: --history {args.history}: give the number of baselines, at least 1")
     store = stores.open_store(stores.locate(args.store))
-    data = sweeps.read_tree(args.sides[0])
+    new = load_side(args.sides[0])
+    data = sweeps.read_tree(args.sides[0], side=new, entries=False)  # its identity: what baselines are matched by
     chosen = baselines.choose(store, data, args.history, parse_labels(args.label))
     print(f"perfsweep: compare: {len(chosen)} baseline{'s' if len(chosen) > 1 else ''} from the history store "
           f"{store.name}: " + ", ".join(f"{b.name()} of {b.when}" for b in chosen), file=sys.stderr)
     loaded = [baselines.load(store, b, [s.name for s in data.studies]) for b in chosen]
     with store.read() as conn:
         judged = conn.execute(select(schema.sweeps.c.id).where(schema.sweeps.c.digest == data.digest)).scalar()
-    new = load_side(args.sides[0])
     return (store, judged, chosen), [side for side, _ in loaded], new, differences_of(loaded[-1][1], setting(args.sides[0]))
 
 

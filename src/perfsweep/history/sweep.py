@@ -67,8 +67,10 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_tree(root: str | Path) -> SweepData:
-    """The sweep of a results tree (its models must exist: ``perfsweep run`` until its models stage)."""
+def read_tree(root: str | Path, side: Side | None = None, entries: bool = True) -> SweepData:
+    """The sweep of a results tree (its models must exist: ``perfsweep run`` until its models stage);
+    ``side``: the tree as compare loaded it already; ``entries``: False for its identity alone (no target,
+    no entries: what ``compare --history`` matches baselines by)."""
     root = Path(root)
     if not (root.is_dir() and layout.models_dir(root).is_dir()):
         raise HistoryError(f"{root}: not a results directory with models (no {layout.pattern('models', 'models_json')})")
@@ -76,7 +78,7 @@ def read_tree(root: str | Path) -> SweepData:
     if not found:
         raise HistoryError(f"{root}: a results directory without models: run the sweep (perfsweep run) until its "
                            "models stage has written them")
-    side = load_side(root)
+    side = side or load_side(root)
     digests, records = _records(root)
     files = {study: (models.read_bytes(), aggregate.read_bytes() if aggregate.is_file() else None)
              for study, (models, aggregate) in found.items()}
@@ -97,13 +99,13 @@ def read_tree(root: str | Path) -> SweepData:
             continue
         params = side.params[study]
         own = _study_setting(whole, study)
-        sweep.studies.append(_study(side, study, params, own, models_bytes, aggregate_bytes))
+        sweep.studies.append(_study(side, study, params, own, models_bytes, aggregate_bytes, entries))
     return sweep
 
 
 def _study(side: Side, study: str, params: list[str], own: dict, models_bytes: bytes,
-           aggregate_bytes: bytes | None) -> StudyData:
-    target, entries = summaries(side, study)
+           aggregate_bytes: bytes | None, with_entries: bool = True) -> StudyData:
+    target, entries = summaries(side, study) if with_entries else ({}, [])
     return StudyData(study, study_digest(study, params, own), params, own, target, models_bytes, aggregate_bytes,
                      entries)
 

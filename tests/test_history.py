@@ -296,7 +296,6 @@ def test_an_older_store_migrates_once_when_two_processes_open_it_at_once(tmp_pat
     """A store at revision 0001 (no index on the fingerprint) opened by two processes at the same moment:
     both open it, it is at HEAD once (one version row, the index there), nothing recorded in it is lost."""
     from alembic import command
-    from alembic.config import Config
     from sqlalchemy import create_engine
 
     from perfsweep.history import store as stores
@@ -304,11 +303,7 @@ def test_an_older_store_migrates_once_when_two_processes_open_it_at_once(tmp_pat
     where = str(tmp_path / "old.sqlite")
     engine = create_engine(f"sqlite:///{where}")
     with engine.begin() as conn:
-        config = Config()
-        config.set_main_option("script_location", str(stores.MIGRATIONS))
-        config.set_main_option("version_table", stores.VERSION_TABLE)
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0001")
+        command.upgrade(stores.alembic_config(conn), "0001")
         conn.exec_driver_sql(f"PRAGMA application_id = {stores.APPLICATION_ID}")
         conn.exec_driver_sql("INSERT INTO sweeps (digest, results, recorded_at, labels, fingerprint, host, repetitions, "
                              "runs) VALUES ('d', 'r', '2026-01-01', '{}', 'f', '{}', 1, 0)")

@@ -168,7 +168,6 @@ def test_an_older_schema_is_migrated_once_when_two_processes_open_it_at_once(pos
     held by the test while two processes open the store: both read 0001 and wait for the lock (pg_locks),
     then, the lock released, both open it, and the store is at HEAD with 0002's index once."""
     from alembic import command
-    from alembic.config import Config
     from sqlalchemy import text
 
     from perfsweep.history import store
@@ -176,11 +175,7 @@ def test_an_older_schema_is_migrated_once_when_two_processes_open_it_at_once(pos
     url = new_database(postgres_url, "older")
     engine = _engine(url)
     with engine.begin() as conn:
-        config = Config()
-        config.set_main_option("script_location", str(store.MIGRATIONS))
-        config.set_main_option("version_table", store.VERSION_TABLE)
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0001")
+        command.upgrade(store.alembic_config(conn), "0001")
     assert _scalar(url, f"SELECT version_num FROM {store.VERSION_TABLE}") == "0001"
     index = "SELECT count(*) FROM pg_indexes WHERE indexname = 'sweeps_fingerprint'"
     assert _scalar(url, index) == 0

@@ -227,17 +227,22 @@ def _migrate(store: Store) -> None:
             return
         if current is not None and current not in _known_revisions():
             raise HistoryError(f"{store.name}: written by a newer perfsweep (schema revision {current})")
-        # Alembic only where a store is created or migrated (a current store needs none of it)
-        from alembic import command
-        from alembic.config import Config  # (the same)
+        from alembic import command  # Alembic only where a store is created or migrated
 
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.set_main_option("version_table", VERSION_TABLE)
-        config.attributes["connection"] = conn
-        command.upgrade(config, HEAD)
+        command.upgrade(alembic_config(conn), HEAD)
         if store.sqlite:
             conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+
+
+def alembic_config(conn: Connection):
+    """Alembic's config for the migrations on the open connection ``conn`` (in its transaction)."""
+    from alembic.config import Config  # Alembic only where a store is created or migrated
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("version_table", VERSION_TABLE)
+    config.attributes["connection"] = conn
+    return config
 
 
 def dumps(value) -> str:

@@ -21,7 +21,7 @@ from perfsweep.compare.judge import ALPHA, LEVEL, MIN_SHARE, THRESHOLD, compare
 from perfsweep.compare.load import load_paired, load_side
 from perfsweep.compare.page import write_html
 from perfsweep.compare.render import render
-from perfsweep.compare.setting import differences, differences_of, not_paired, setting
+from perfsweep.compare.setting import differences, differences_of, not_paired
 from perfsweep.errors import CompareError, UserError
 
 
@@ -48,14 +48,12 @@ def _compare(args: argparse.Namespace) -> int:
     finally:
         gc.freeze()
         gc.enable()
-    if history is not None:  # (its differences: _from_history's)
-        pass
-    elif len(args.sides) == 1:
+    if history is None and len(args.sides) == 1:
         changed = differences(args.sides[0], args.sides[0], (bases[0].variant, new.variant))
         if other := not_paired(changed):
             raise CompareError(f"{args.sides[0]}: paired measurement: the variants' runs differ in more than the app "
                                f"({other[0]}): they were not measured together")
-    else:
+    elif history is None:
         changed = differences(args.sides[-2], args.sides[-1])
     result = compare(bases[-1], new, threshold=threshold, at=at, param_map=param_map, min_share=args.min_share,
                      alpha=args.alpha, level=args.level, history=bases[:-1],
@@ -102,7 +100,7 @@ def _from_history(args: argparse.Namespace):
     loaded = [baselines.load(store, b, [s.name for s in data.studies]) for b in chosen]
     with store.read() as conn:
         judged = conn.execute(select(schema.sweeps.c.id).where(schema.sweeps.c.digest == data.digest)).scalar()
-    return (store, judged, chosen), [side for side, _ in loaded], new, differences_of(loaded[-1][1], setting(args.sides[0]))
+    return (store, judged, chosen), [side for side, _ in loaded], new, differences_of(loaded[-1][1], data.whole)
 
 
 def register(sub) -> None:

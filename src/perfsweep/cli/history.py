@@ -26,15 +26,13 @@ def _store(args):
 
 def _add(args: argparse.Namespace) -> int:
     # the recording's modules (the compare's loader, the modeler's models) for this command only
-    from perfsweep.history.record import record
-    from perfsweep.history.sweep import read_tree  # (the same)
+    from perfsweep.history.record import record_tree
 
     labels = parse_labels(args.label)
     store = _store(args)
     try:
         for results in args.results:
-            data = read_tree(results)
-            sweep_id, new = record(store, data, labels, args.app_version)
+            sweep_id, new, data = record_tree(store, results, labels, args.app_version)
             what = (f"{len(data.run_digests)} run records" if data.run_digests else "no run records (its models and "
                     "aggregates)") + ("" if data.repetitions else ", without repetitions (medians only)")
             print(f"perfsweep: history: {results}: " + (f"recorded as sweep #{sweep_id} in {store.name} ({what}, "

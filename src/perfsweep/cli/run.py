@@ -143,14 +143,12 @@ def _history_store(sweep):
 
 def _record_history(where: str, results: str, labels: dict[str, str], app_version: str | None) -> None:
     # the recording's modules (compare's loader, the modeler's models) only where a store is configured
-    from perfsweep.history.record import record
+    from perfsweep.history.record import record_tree
     from perfsweep.history.store import open_store  # (the same)
-    from perfsweep.history.sweep import read_tree  # (the same)
 
     store = open_store(where)
     try:
-        data = read_tree(results)
-        sweep_id, new = record(store, data, labels, app_version)
+        sweep_id, new, data = record_tree(store, results, labels, app_version)
     finally:
         store.close()
     print(f"perfsweep: history: {'recorded as' if new else 'already recorded as'} sweep #{sweep_id} in {store.name}"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from perfsweep import layout
 from perfsweep.compare.load import Side, load_side
@@ -51,7 +51,7 @@ def choose(store: Store, new: SweepData, count: int, labels: dict[str, str] | No
     wanted = {(s.name, s.digest) for s in new.studies}
     with store.read() as conn:
         shares = _sharing(conn, new.run_digests)
-        when = func.coalesce(t.sweeps.c.measured_to, t.sweeps.c.recorded_at)
+        when = t.WHEN
         rows = conn.execute(select(t.sweeps.c.id, t.sweeps.c.digest, t.sweeps.c.labels, t.sweeps.c.app_version,
                                    when.label("when"), t.sweeps.c.results)
                             .where(t.sweeps.c.fingerprint == new.fingerprint)
@@ -68,7 +68,7 @@ def choose(store: Store, new: SweepData, count: int, labels: dict[str, str] | No
             own = json.loads(labels_json)
             if (digest == new.digest or sweep_id in shares or not wanted <= studies[sweep_id]
                     or before is not None and when_ >= before
-                    or any(own.get(k) != v for k, v in labels.items())):
+                    or not t.has_labels(own, labels)):
                 continue
             runs = _runs(conn, sweep_id)
             if runs & taken:

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from perfsweep.history import schema as t
 from perfsweep.history.store import Store, dumps
-from perfsweep.history.sweep import SweepData
+from perfsweep.history.sweep import SweepData, read_tree
 
 
 def now() -> str:
@@ -50,6 +50,14 @@ def record(store: Store, sweep: SweepData, labels: dict[str, str] | None = None,
     except IntegrityError:  # another process recorded the same sweep meanwhile
         with store.read() as conn:
             return int(conn.execute(select(t.sweeps.c.id).where(t.sweeps.c.digest == sweep.digest)).scalar_one()), False
+
+
+def record_tree(store: Store, results: str, labels: dict[str, str] | None = None,
+                app_version: str | None = None) -> tuple[int, bool, SweepData]:
+    """Record the results tree ``results`` (perfsweep history add, perfsweep run): its id, whether it is
+    new, and the sweep as read."""
+    sweep = read_tree(results)
+    return (*record(store, sweep, labels, app_version), sweep)
 
 
 def record_verdict(store: Store, sweep_id: int | None, judged: str, baselines: list[int], exit_code: int,

@@ -22,7 +22,7 @@ Migrations are under perfsweep/history/migrations (Alembic); the revision of thi
 from __future__ import annotations
 
 from sqlalchemy import (Boolean, Column, Float, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table,
-                        Text)
+                        Text, func)
 
 metadata = MetaData()
 
@@ -50,6 +50,15 @@ sweep_runs = Table(
     Column("digest", String(64), primary_key=True),
 )
 Index("sweep_runs_digest", sweep_runs.c.digest)
+
+# a sweep's place in the order of measurement: its last run's end, else (a tree without records) its recording
+WHEN = func.coalesce(sweeps.c.measured_to, sweeps.c.recorded_at)
+
+
+def has_labels(own: dict[str, str], wanted: dict[str, str]) -> bool:
+    """Whether a sweep's labels ``own`` carry every label asked for."""
+    return all(own.get(k) == v for k, v in wanted.items())
+
 
 studies = Table(
     "studies", metadata,

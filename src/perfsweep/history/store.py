@@ -83,19 +83,18 @@ class Store:
         self.engine, self.name = engine, name
         self.sqlite = engine.dialect.name == "sqlite"
 
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self):
         """One write transaction (BEGIN IMMEDIATE on SQLite: a second writer waits for it)."""
-        try:
-            with self.engine.begin() as conn:
-                yield conn
-        except OperationalError as exc:
-            raise HistoryError(f"{self.name}: {_reason(exc)}") from None
+        return self._said(self.engine.begin)
+
+    def read(self):
+        return self._said(self.engine.connect)
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def _said(self, opened) -> Iterator[Connection]:
+        """``opened()``'s connection; a database error as one line naming the store."""
         try:
-            with self.engine.connect() as conn:
+            with opened() as conn:
                 yield conn
         except OperationalError as exc:
             raise HistoryError(f"{self.name}: {_reason(exc)}") from None

@@ -61,6 +61,7 @@ class SweepData:
     fingerprint: str
     repetitions: bool
     studies: list[StudyData] = field(default_factory=list)
+    whole: dict[str, Any] = field(default_factory=dict, repr=False)  # compare.setting's of the tree (read once)
 
 
 def sha256(data: bytes) -> str:
@@ -93,7 +94,8 @@ def read_tree(root: str | Path, side: Side | None = None, entries: bool = True) 
     whole = setting(root)
     sweep = SweepData(str(root.resolve()), digest, sorted(digests), started[0] if started else None,
                       ended[-1] if ended else None, ", ".join(versions) or None, host, sha256(dumps(host).encode()),
-                      repetitions=all(a is not None and b"values" in a.split(b"\n", 1)[0] for _, a in files.values()))
+                      repetitions=all(a is not None and b"values" in a.split(b"\n", 1)[0] for _, a in files.values()),
+                      whole=whole)
     for study, (models_bytes, aggregate_bytes) in files.items():
         if study not in side.studies:
             continue

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from perfsweep.history import schema as t
 from perfsweep.history.store import HistoryError, Store
@@ -39,7 +39,7 @@ Z = 1.959964  # the entries' intervals are 95 % (perfsweep.history.sweep.LEVEL)
 
 def list_sweeps(store: Store) -> dict[str, Any]:
     """Every recorded sweep, in the order of measurement."""
-    when = func.coalesce(t.sweeps.c.measured_to, t.sweeps.c.recorded_at)
+    when = t.WHEN
     with store.read() as conn:
         rows = conn.execute(select(t.sweeps, when.label("when")).order_by(when, t.sweeps.c.id)).mappings().all()
         names = defaultdict(list)
@@ -55,7 +55,7 @@ def list_sweeps(store: Store) -> dict[str, Any]:
 def trends(store: Store, study: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
     """Every series (module docstring) of ``study`` (every study), over the sweeps with ``labels``."""
     labels = labels or {}
-    when = func.coalesce(t.sweeps.c.measured_to, t.sweeps.c.recorded_at).label("when")
+    when = t.WHEN.label("when")
     query = (select(t.sweeps.c.id.label("sweep"), when, t.sweeps.c.app_version, t.sweeps.c.labels,
                     t.sweeps.c.fingerprint, t.studies.c.name.label("study"), t.studies.c.digest, t.studies.c.target,
                     t.entries)
@@ -71,7 +71,7 @@ def trends(store: Store, study: str | None = None, labels: dict[str, str] | None
     groups: dict[tuple, list] = defaultdict(list)
     for r in rows:
         own = json.loads(r["labels"])
-        if any(own.get(k) != v for k, v in labels.items()):
+        if not t.has_labels(own, labels):
             continue
         groups[r["study"], r["digest"], r["fingerprint"], r["region"], r["metric"]].append((r, own))
     settings: dict[str, list] = defaultdict(list)  # a study measured in several settings or hosts: numbered

@@ -150,7 +150,7 @@ def test_the_run_rule_starts_the_runner_by_the_command_its_records_were_made_wit
     text changes ("Code has changed"): the command stays `python -m perfsweep.runner`, an entry point that
     runs perfsweep.sweep.run and that nothing imports."""
     rules = (REPO / "workflow" / "rules" / "run.smk").read_text()
-    assert rules.count("-m perfsweep.runner ") == 2
+    assert rules.count("-m perfsweep.runner ") == 3  # a run, a bundle, a pack
     assert not [m for m, deps in import_graph().items() if "perfsweep.runner" in deps]
 
 

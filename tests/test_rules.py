@@ -17,7 +17,7 @@ RULE_FILES = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.
 OUTPUTS_DOC = REPO / "docs" / "reference" / "outputs.md"
 # the rules that are not stages: the run of a benchmark (a shell command: python -m perfsweep.runner; with
 # `bundle: repetitions` one rule run_<study> per study) and the targets of the Snakefile
-RUN_RULES = {"run", "run_{_study.name}"}
+RUN_RULES = {"run", "run_{_study.name}", "run_pack"}
 TARGETS = {"all", "runs"}
 
 
@@ -97,7 +97,7 @@ def stages() -> list[str]:
 
 def test_the_parser_reads_every_rule_of_the_workflow():
     names = [r.name for r in workflow_rules()]
-    assert len(names) == len(set(names)) == 20  # no name twice
+    assert len(names) == len(set(names)) == 21  # no name twice
     assert set(names) >= {"collect", "models", "report_pages_scaling", "failures_page", "all", *RUN_RULES}
     assert len(stages()) == 16, stages()
 
@@ -139,6 +139,8 @@ def test_every_rule_logs_where_the_layout_and_the_docs_say():
         log = rule.directives.get("log")
         if rule.name == "run":
             assert log == 'layout.run_log(R, "{study}", "{config}", "{rep}"),', rule
+        elif rule.name == "run_pack":
+            assert log == 'layout.pack_log(R, "{pack}"),', rule
         elif rule.name in RUN_RULES:
             assert log == 'layout.bundle_log(R, _study.name, "{config}"),', rule
         else:
@@ -151,7 +153,8 @@ def test_every_rule_logs_where_the_layout_and_the_docs_say():
                     else f"results/logs/{stage}/<study>.log")  # what the doc's prose says of every stage
         assert documented == [expected], stage
     assert re.findall(r"`([^`]+)`", table["run"][1]) == [layout.run_log("results", "<study>", "<config>", "<k>"),
-                                                        layout.bundle_log("results", "<study>", "<config>")]
+                                                        layout.bundle_log("results", "<study>", "<config>"),
+                                                        layout.pack_log("results", "<pack>")]
     prose = " ".join(OUTPUTS_DOC.read_text().split("## Where each stage writes", 1)[1].split("|", 1)[0].split())
     sweep_stages = re.search(r"for a stage of the whole sweep \(([^)]*)\)", prose).group(1)
     assert sorted(sweep_stages.split(", ")) == sorted(layout.SWEEP_STAGES)

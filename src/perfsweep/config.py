@@ -211,7 +211,7 @@ def load_config(data: dict[str, Any] | None, source: str = "config") -> SweepCon
         history=data.get("history"),
         variants=tuple(data.get("variants") or ()),
         disturbed=float(var["disturbed"]),
-        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster")},
+        extra={k: data.get(k, {}) for k in ("modeling", "overhead", "paper", "cluster", "pack")},
     )
 
 

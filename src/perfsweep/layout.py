@@ -8,12 +8,15 @@ rules' wildcards (``"{study}"``) pass through and a path is the same text wherev
       runs/<study>/<config>/rep<k>.json          raw run records (never rewritten; perfsweep.sweep.record)
       archive/<study>/<config>/rep<k>.attempt<a>.<time>.json   every attempt's copy
       bundles/<study>/<config>.txt               with bundle: repetitions, the bundle job's manifest
+      packs/plan.json, packs/<pack>.json, .txt   with bundle: packs, which run is in which pack, a pack's
+                                                 runs (its runner reads them) and its job's manifest
       plan/<study>/points.json, repetitions.json state of adaptive rounds (perfsweep.sweep.plan)
       plan/<study>/order.json                    the runs' random order in each round (perfsweep.sweep.order)
       plan/variants.json                         with variants (paired measurement): their names, in order
       quarantine/<time>/..., superseded/<time>/...   damaged records, records of another launch
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
+      logs/packs/<pack>.log                      a pack's log (bundle: packs)
       logs/<stage>/<study>.log                   a stage's log (stage_log); logs/<stage>.log of a stage of the sweep
       tables/, models/, figures/, metrics/, overhead/, report/, paper/   the stages' outputs (STAGES)
       report.html                                the report ``perfsweep run`` writes
@@ -28,6 +31,7 @@ from typing import Any
 from perfsweep.values import PathLike
 
 RUNS, ARCHIVE, BUNDLES, PLAN, LOGS = "runs", "archive", "bundles", "plan", "logs"
+PACKS = "packs"
 QUARANTINE, SUPERSEDED = "quarantine", "superseded"  # folders of set-aside files (perfsweep.sweep.record.set_aside)
 POINTS_FILE, REPETITIONS_FILE = "points.json", "repetitions.json"  # plan state (perfsweep.sweep.plan)
 DECIDE_FILE = "decide.json"  # measuring until decided: its runs, points and why it ended (perfsweep.steps.decide)
@@ -138,6 +142,26 @@ def leftover_temps(results: Results) -> list[tuple[Path, str]]:
 def bundle_manifest(results: Results, study: str, config_id: str) -> str:
     """With ``bundle: repetitions``: the bundle job's one output, listing its records."""
     return f"{results}/{BUNDLES}/{study}/{config_id}.txt"
+
+
+def packs_plan(results: Results) -> Path:
+    """With ``bundle: packs``: which run is in which pack (perfsweep.sweep.packs.write_plan)."""
+    return Path(results) / PACKS / "plan.json"
+
+
+def pack_file(results: Results, pack: str) -> str:
+    """With ``bundle: packs``: a pack's runs, their specs and records (its runner reads it)."""
+    return f"{results}/{PACKS}/{pack}.json"
+
+
+def pack_manifest(results: Results, pack: str) -> str:
+    """With ``bundle: packs``: the pack job's one output, listing its records."""
+    return f"{results}/{PACKS}/{pack}.txt"
+
+
+def pack_log(results: Results, pack: str) -> str:
+    """The log of a pack's job (every attempt's stderr)."""
+    return f"{results}/{LOGS}/{PACKS}/{pack}.log"
 
 
 def run_log(results: Results, study: str, config_id: str, repetition: int | str) -> str:

@@ -1,5 +1,6 @@
 import dataclasses
 import functools
+import math
 import os
 import shlex
 import sys
@@ -8,10 +9,11 @@ from snakemake.settings.types import DeploymentMethod
 
 from perfsweep import layout
 from perfsweep.apps import metric_kinds
+from perfsweep.cluster import sbatch_retry
 from perfsweep.cluster.launch import ClusterSettings
 from perfsweep.config import load_config, load_config_file
 from perfsweep.errors import ConfigError, UserError
-from perfsweep.sweep import recover
+from perfsweep.sweep import packs, recover
 from perfsweep.sweep.plan import add_planned_points, measured_repetitions
 from perfsweep.report import zip_report_requested, zip_report_unready
 from perfsweep.sweep.order import nice_values, priorities, run_order, write_orders, write_variants
@@ -65,6 +67,7 @@ wildcard_constraints:
     study="|".join(STUDIES),
     config="[^/]+",
     rep=r"\d+",
+    pack=r"r\d+-p\d+t\d+-\d+",
 
 
 def stage_outputs(stage):
@@ -92,7 +95,10 @@ def get_run_records(wildcards):
 
 def get_run_inputs(wildcards):
     """What a study's tables wait for: its run records, or with `bundle: repetitions` one manifest per
-    configuration (a bundle job's one declared output: a leaner DAG, see run.smk)."""
+    configuration (a bundle job's one declared output: a leaner DAG, see run.smk), with `bundle: packs`
+    the manifests of the packs that hold its runs."""
+    if SWEEP.bundle == "packs":
+        return [layout.pack_manifest(R, pid) for pid in STUDY_PACKS[wildcards.study]]
     if SWEEP.bundle != "repetitions":
         return get_run_records(wildcards)
     return [get_bundle_manifest(wildcards.study, c.config_id) for c in STUDIES[wildcards.study].measured_configurations()]
@@ -227,6 +233,76 @@ def get_run_resources(study=None):
             **{key: get_run_resource(key, study) for key in RUN_RESOURCE_KEYS}}
 
 
+# --- packs (config `bundle: packs`, perfsweep.sweep.packs): runs of one round and one resource class,
+# in the round's order, as many as `pack:` asks, in one job. The main process keeps the assignment in
+# <results>/packs/plan.json, so that runs added later form new packs; a pack job's runner reads its runs
+# from <results>/packs/<pack>.json, whose digest is the job's param (a changed launch reruns the pack,
+# whose runner measures only the runs without a valid record). A pack job is started again after a
+# cut (time limit, a failed run with attempts left): retries + PACK_RESTARTS attempts; the runs count
+# their own attempts (perfsweep.sweep.pack_run), and `perfsweep run` once more goes on where it stopped.
+PACK_RESTARTS = 3
+if SWEEP.bundle == "packs":
+    PACK_SETTINGS = packs.PackSettings.from_sweep(SWEEP)
+    PACKS = packs.plan_sweep(SWEEP, REPS, ORDER)
+else:
+    PACKS = {}
+PACK_OF = packs.of_runs(PACKS)
+STUDY_PACKS = {s: sorted({PACK_OF[run] for run in ORDER if run[0] == s}) for s in STUDIES} if PACKS else {}
+
+
+def get_manifest_of_record(fields):
+    return layout.pack_manifest(R, PACK_OF[(fields["study"], fields["config_id"], fields["repetition"])])
+
+
+@functools.lru_cache(maxsize=None)
+def get_pack_text(pid):
+    """The pack's file as its runner reads it (perfsweep.sweep.packs.pack_file_text)."""
+    pack = PACKS[pid]
+    specs = {run: _pack_spec(run[0], run[1]) for run in pack.runs}
+    outputs = {run: layout.record(R, *run) for run in pack.runs}
+    return packs.pack_file_text(pack, {run: dataclasses.replace(spec, repetition=run[2]) for run, spec in specs.items()},
+                                outputs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pack_spec(study, config_id):
+    return RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)
+
+
+def get_pack_digest(wildcards):
+    return packs.digest(get_pack_text(wildcards.pack))
+
+
+def get_pack_threads(wildcards):
+    p = PACKS[wildcards.pack].processes
+    return max(p, workflow.cores) if EXCLUSIVE else p
+
+
+def get_pack_priority(wildcards):
+    return PRIORITY.get(PACKS[wildcards.pack].runs[0], 1)
+
+
+def get_pack_resources():
+    """A pack job's resources: as a run job's (get_run_resources), for its class of runs, with a time
+    limit for all its runs (seconds_per_run each, half as much again, and one timeout) and the nice of
+    its first run."""
+
+    def value(key):
+        def get(wildcards, attempt):
+            pack = PACKS[wildcards.pack]
+            seconds = len(pack.runs) * PACK_SETTINGS.seconds_per_run * 1.5 + SWEEP.timeout + 60
+            res = CLUSTER.resources(pack.processes, pack.threads, max(1, math.ceil(seconds / 60)), False)[key]
+            if key == "slurm_extra":
+                res = " ".join(filter(None, [res, f"--nice={NICE.get(pack.runs[0], 0)}"]))
+            return res
+
+        return get
+
+    return {"attempt": lambda wildcards, attempt: attempt, "run_timeout": repr(SWEEP.timeout),
+            "run_retries": str(SWEEP.retries), "run_python": PYTHON,
+            **{key: value(key) for key in RUN_RESOURCE_KEYS}}
+
+
 # ---- run records: what `all` asks of the runs, and restart and repair (run.smk's header says why)
 
 def get_expected_records():
@@ -242,7 +318,10 @@ def get_expected_records():
 
 
 def get_all_run_records(wildcards=None):
-    """What `all` asks of the runs: every record, or with bundles every configuration's manifest."""
+    """What `all` asks of the runs: every record, or with bundles every configuration's manifest, with
+    packs every pack's."""
+    if SWEEP.bundle == "packs":
+        return [layout.pack_manifest(R, pid) for pid in PACKS]
     if SWEEP.bundle == "repetitions":
         return [layout.bundle_manifest(R, s.name, c.config_id) for s in SWEEP.studies for c in s.measured_configurations()]
     return [path for path, _ in get_expected_records()]
@@ -260,9 +339,12 @@ def record_launched(fields, record):
 
 if workflow.is_main_process:
     recover.prepare(get_expected_records(), R, dry_run=recover.dry_run_requested(sys.argv[1:]),
-                     bundles=SWEEP.bundle == "repetitions", launched=record_launched)
+                     bundles=SWEEP.bundle in ("repetitions", "packs"), launched=record_launched,
+                     manifest_of=get_manifest_of_record if SWEEP.bundle == "packs" else None)
     if not recover.dry_run_requested(sys.argv[1:]):
         write_orders(R, record_orders())  # before any run starts: the runner records its place
+        if PACKS:  # which run is in which pack, and each pack's runs for its runner
+            packs.write_plan(R, PACKS, {pid: get_pack_text(pid) for pid in PACKS})
         write_variants(R, SWEEP.variants)  # paired measurement: perfsweep compare reads the variants' order
 
 
@@ -278,3 +360,10 @@ def get_all_report_outputs(wildcards=None):
     """report.smk's outputs for every study plus the cross-study models table."""
     return ([p for s in SWEEP.studies for p in layout.report_outputs(R, s.name, s.varies_processes(), ZIP_REPORT)]
             + list(layout.stage_outputs(R, "report_pages_summary").values()))
+
+
+# ---- SLURM submissions: a refused or timed-out sbatch is tried again with backoff before it spends a
+# job's attempt (perfsweep.cluster.sbatch_retry puts its sbatch first on PATH; the plugin's shell finds it)
+onstart:
+    if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
+        sbatch_retry.install_on_path()

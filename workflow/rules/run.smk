@@ -53,6 +53,31 @@ if SWEEP.bundle == "repetitions":
                 " --attempt {resources.attempt}"
                 " --retries {resources.run_retries} --manifest {output.manifest:q} 2>> {log:q}"
 
+elif SWEEP.bundle == "packs":
+    # With `bundle: packs` many runs of a round run one after the other in one job (common.smk's packs
+    # section; perfsweep.sweep.packs, perfsweep.sweep.pack_run): a pack job declares one output, its
+    # manifest, and its runner reads its runs from the pack's file.
+
+    rule run_pack:
+        output:
+            manifest=layout.pack_manifest(R, "{pack}"),
+        log:
+            layout.pack_log(R, "{pack}"),
+        params:
+            pack=lambda wildcards: layout.pack_file(R, wildcards.pack),
+            digest=get_pack_digest,
+        conda:
+            ENV
+        threads: get_pack_threads
+        priority: get_pack_priority
+        retries: SWEEP.retries + PACK_RESTARTS
+        resources:
+            **get_pack_resources(),
+        shell:
+            "{resources.run_python:q} -m perfsweep.runner --pack {params.pack:q} --timeout {resources.run_timeout}"
+            " --attempt {resources.attempt} --retries {resources.run_retries} --manifest {output.manifest:q}"
+            " 2>> {log:q}"
+
 else:
 
     rule run:

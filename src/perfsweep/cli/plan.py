@@ -8,6 +8,7 @@ import argparse
 from perfsweep.cli.arguments import DEFAULT_CONFIG, seconds
 from perfsweep.config import load_config_file
 from perfsweep.steps.estimate import ASSUMED_SECONDS, plan_lines
+from perfsweep.sweep.plan import add_planned_points
 
 
 def register(sub) -> None:
@@ -22,4 +23,9 @@ def register(sub) -> None:
 def _plan(args: argparse.Namespace) -> int:
     sweep = load_config_file(args.config)
     print("\n".join(plan_lines(sweep, args.seconds_per_run)))
+    if sweep.bundle == "packs":  # the jobs the sweep's runs make (perfsweep.sweep.packs)
+        from perfsweep.sweep.packs import PackSettings, plan_sweep, summary
+
+        add_planned_points(sweep)
+        print("\n".join(summary(plan_sweep(sweep), PackSettings.from_sweep(sweep))))
     return 0

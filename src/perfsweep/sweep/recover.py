@@ -236,21 +236,25 @@ def set_aside_leftovers(results: str | os.PathLike[str], dry_run: bool = False, 
 
 
 def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str | os.PathLike[str],
-                   dry_run: bool = False, log=print) -> list[str]:
+                   dry_run: bool = False, log=print,
+                   manifest_of: Callable[[dict[str, Any]], str] | None = None) -> list[str]:
     """With ``bundle: repetitions`` only a configuration's manifest (``<results>/bundles/<study>/<config>.txt``)
     is a Snakemake output: where one of its records is missing (deleted, or set aside as damaged), the
     manifest is set aside too, so that the bundle runs again. Returns one line per study with
-    reopened bundles (after a changed launch that is every bundle of the study)."""
+    reopened bundles (after a changed launch that is every bundle of the study). ``manifest_of``: the
+    manifest of a record's job where it is not its configuration's (``bundle: packs``: its pack's)."""
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     reopened: dict[str, dict[str, str]] = {}  # study -> {config id: its first missing record}
     for path, fields in expected:
-        manifest = Path(layout.bundle_manifest(results, fields["study"], fields["config_id"]))
+        if os.path.lexists(path):
+            continue
+        manifest = Path(manifest_of(fields) if manifest_of else layout.bundle_manifest(results, fields["study"], fields["config_id"]))
         bundles = reopened.setdefault(fields["study"], {})
-        if os.path.lexists(path) or fields["config_id"] in bundles or not manifest.exists():
+        if str(manifest) in bundles or not manifest.exists():
             continue
         if not dry_run:
             set_aside(manifest, results, stamp)
-        bundles[fields["config_id"]] = path
+        bundles[str(manifest)] = path
     lines: list[str] = []
     for study, bundles in reopened.items():
         if bundles:
@@ -263,7 +267,8 @@ def reopen_bundles(expected: Iterable[tuple[str, dict[str, Any]]], results: str 
 
 def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir: str = ".snakemake",
             dry_run: bool = False, bundles: bool = False,
-            launched: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None) -> None:
+            launched: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
+            manifest_of: Callable[[dict[str, Any]], str] | None = None) -> None:
     """What the workflow calls while it is parsed in the main Snakemake process."""
     def log(line: str) -> None:
         sys.stderr.write(line + "\n")
@@ -275,7 +280,7 @@ def prepare(expected: list[tuple[str, dict[str, Any]]], results: str, state_dir:
     set_aside_leftovers(results, dry_run=dry_run, log=log)
     repair_records(expected, results, dry_run=dry_run, log=log, launched=launched)
     if bundles:
-        reopen_bundles(expected, results, dry_run=dry_run, log=log)
+        reopen_bundles(expected, results, dry_run=dry_run, log=log, manifest_of=manifest_of)
 
 
 def dry_run_requested(argv: list[str]) -> bool:

@@ -31,12 +31,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from perfsweep import __version__
 from perfsweep.apps import scorep
 from perfsweep.apps.output import extract_metrics, last_lines
 from perfsweep.apps.registry import PROCESS_COUNT
+from perfsweep.cluster import scheduler
 from perfsweep.atomic import atomic_file, write_json_atomic
 from perfsweep.sweep.ended import record_ended_runs
 from perfsweep.cluster.launch import allocation_env, available_cores, expand_hostlist, launch_env, placement, resolve
@@ -69,7 +70,7 @@ def slurm_info() -> dict[str, str] | None:
             env.setdefault(key, value)  # step: asked of the controller
     keys = {"job_id": "SLURM_JOB_ID", "nodelist": "SLURM_JOB_NODELIST", "step_id": "SLURM_STEP_ID",
             "partition": "SLURM_JOB_PARTITION", "ntasks": "SLURM_NTASKS", "cluster": "SLURM_CLUSTER_NAME",
-            "tasks_per_node": "SLURM_TASKS_PER_NODE"}
+            "tasks_per_node": "SLURM_TASKS_PER_NODE", "restart_count": "SLURM_RESTART_COUNT"}
     return {k: env[v] for k, v in keys.items() if v in env}
 
 
@@ -213,8 +214,11 @@ def _new_record(spec: RunSpec, attempt: int, command: list[str], started_at: str
 
 
 def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
-            raise_on_failure: bool = False) -> dict[str, Any]:
-    """Run the spec once and write its record atomically to ``output`` (and to the archive)."""
+            raise_on_failure: bool = False, extra: dict[str, Any] | None = None,
+            on_start: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run the spec once and write its record atomically to ``output`` (and to the archive). ``extra``:
+    fields the record gets besides (a pack's: ``pack``, ``scheduler``); ``on_start`` is called with the
+    record as it is when the app starts (a pack keeps it in the run's lock file: perfsweep.sweep.pack_run)."""
     with tempfile.TemporaryDirectory(prefix="perfsweep-run-") as tmp:
         report_path = spec.report_path
         command, env = launch_command(spec)
@@ -226,6 +230,11 @@ def execute(spec: RunSpec, output: str | os.PathLike[str], *, attempt: int = 1,
         stale = _stat_key(report_path) if report_path and report_path != "{report}" else None
         record = _new_record(spec, attempt, command, _now())
         record["order"] = order_of(output)  # its place in its round's random order (perfsweep.sweep.order)
+        if "SLURM_JOB_ID" in os.environ and not (extra or {}).get("scheduler"):
+            record["scheduler"] = scheduler.story()  # the job id, its restarts, its state (a pack passes its own)
+        record.update(extra or {})
+        if on_start is not None:
+            on_start(record)
         started = time.time()
         watch = HostWatch.start()
         broke = None  # why perfsweep itself could not run or follow the app (then no exit code)
@@ -305,6 +314,10 @@ def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: 
         record = _new_record(spec, attempt, launch_command(spec)[0], None)
     record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
                   returncode=None, time=None)
+    if "SLURM_JOB_ID" in os.environ:  # what the scheduler says of the job now: CANCELLED, TIMEOUT, PREEMPTED ...
+        record["scheduler"] = {**(record.get("scheduler") or {}), **scheduler.story()}
+        if record["scheduler"].get("state") not in (None, "RUNNING", "COMPLETING"):
+            record["error"] += f" (SLURM: {record['scheduler']['state']}, reason {record['scheduler'].get('reason')})"
     archive_copy(spec.archive_dir, spec.repetition, attempt, record)
     exc.archived = True
 

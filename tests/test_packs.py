@@ -180,3 +180,52 @@ def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_p
     assert len(_records(results)) == 18
     att2 = _archived(results)
     assert all(len(att2[run_id]) == len(attempts) for run_id, attempts in att.items())  # none measured again
+
+
+def test_scheduler_durations_and_job_fields_parse_what_slurm_prints():
+    from perfsweep.cluster import scheduler
+
+    assert scheduler._duration("1-02:03:04") == 93784 and scheduler._duration("05:06") == 306
+    assert scheduler._duration("UNLIMITED") is None and scheduler._duration("INVALID") is None
+    assert scheduler.story(env={}) == {}  # outside SLURM: nothing to tell
+
+
+def _one_pack(tmp_path, ns, sleep):
+    """A pack file of fault_app runs over ``ns`` (one configuration each) in ``tmp_path``; (path, outputs)."""
+    from perfsweep.sweep.spec import RunSpec
+
+    (tmp_path / "state").mkdir()
+    sweep = load_config({**fault_config(tmp_path / "state", ns=ns, k=1, sleep=sleep, results=str(tmp_path / "r")),
+                         "bundle": "packs"}, source="t")
+    configs = sweep.study("faults").configurations()
+    runs = [("faults", c.config_id, 0) for c in configs]
+    pack = packs.Pack("r0-p1t1-000", 0, 1, 1, tuple(runs))
+    specs = {run: RunSpec.build(sweep, c, 0) for run, c in zip(runs, configs)}
+    outputs = {run: layout.record(sweep.results, *run) for run in runs}
+    path = tmp_path / "pack.json"
+    path.write_text(packs.pack_file_text(pack, specs, outputs))
+    return path, [outputs[r] for r in runs]
+
+
+def test_a_pack_stops_before_its_time_limit_and_its_next_start_measures_the_rest(tmp_path, monkeypatch):
+    """In-process, with the scheduler's answers given (a job with 20 s left, then one with an hour): the
+    pack measures its first run, finds too little time for the next (1.5 x its longest run + 10 s) and
+    stops with exit code 1 and no attempt spent on the others; its next start measures only those."""
+    from perfsweep.cluster import scheduler
+    from perfsweep.sweep import pack_run
+
+    path, outputs = _one_pack(tmp_path, [1, 2, 4], sleep=0.0)
+    monkeypatch.setattr(scheduler, "story", lambda job_id=None, env=None: {"job_id": "7", "restarts": 0})
+    left = iter([20.0, 10.0])  # before the first run; before the second: less than 1.5 x its longest + 10 s
+    monkeypatch.setattr(scheduler, "time_left", lambda job_id=None: next(left))
+    monkeypatch.setattr(pack_run, "MARGIN", 10.0)
+    assert pack_run.run_pack(str(path), 30.0, 0, str(tmp_path / "m.txt")) == 1
+    assert [Path(o).exists() for o in outputs] == [True, False, False]
+    assert not (tmp_path / "m.txt").exists()
+    assert len(list((tmp_path / "r" / "archive").rglob("*.json"))) == 1  # the others spent no attempt
+    monkeypatch.setattr(scheduler, "time_left", lambda job_id=None: 3600.0)
+    assert pack_run.run_pack(str(path), 30.0, 0, str(tmp_path / "m.txt")) == 0
+    recs = [check_record(o) for o in outputs]
+    assert all(r["status"] == "ok" and r["attempt"] == 1 for r in recs)
+    assert [r["pack"]["index"] for r in recs] == [0, 1, 2] and recs[0]["time"] == pytest.approx(0.01)
+    assert (tmp_path / "m.txt").read_text().split() == outputs

@@ -185,6 +185,37 @@ def test_the_run_order_reaches_slurm_and_the_records(slurm_sweeps):
     assert nice == [want[("np", r["config_id"], r["repetition"])] for r in by_place]
 
 
+def test_packed_runs_are_placed_as_unpacked_ones_and_a_packs_pairs_sit_side_by_side(slurm_sweeps):
+    """Packs on the cluster (bundle: packs, issue 57): the srun sweep's configurations (p = 1, 2; k = 2) as
+    two variants in packs of one round and one process count. A packed run records the nodes, ranks per
+    node and CPUs of the same run unpacked; every record names its pack and its place; a pack is one
+    SLURM job; a configuration's repetitions are in 2 packs; its variants share a pack, side by side."""
+    packed, plain = finished(slurm_sweeps["packed"]), finished(slurm_sweeps["srun"])
+    assert len(packed) == 8 and all(r["status"] == "ok" for r in packed.values())
+
+    def placement(rec):
+        return len(rec["nodes"]), sorted(rec["ranks_per_node"].values()), rec["cores"], len(rec["ranks"])
+
+    expected = {r["parameters"]["p"]: placement(r) for r in plain.values()}
+    assert {r["parameters"]["p"]: placement(r) for r in packed.values()} == expected == {
+        1: (1, [1], 1, 1), 2: (2, [1, 1], 2, 2)}
+    plan = json.loads((slurm_sweeps["packed"].results / "packs" / "plan.json").read_text())["packs"]
+    assert len(plan) == 4
+    jobs = {}
+    for rec in packed.values():
+        run = f"{rec['study']}/{rec['config_id']}/rep{rec['repetition']}"
+        pid = rec["pack"]["id"]
+        assert plan[pid][rec["pack"]["index"]] == run and rec["pack"]["of"] == len(plan[pid]) == 2
+        assert rec["scheduler"]["job_id"] == rec["slurm"]["job_id"] and rec["scheduler"]["restarts"] == 0
+        jobs.setdefault(pid, set()).add(rec["slurm"]["job_id"])
+    assert all(len(ids) == 1 for ids in jobs.values()) and len({i for ids in jobs.values() for i in ids}) == 4
+    for p in (1, 2):
+        packs = {rec["pack"]["id"] for rec in packed.values() if rec["parameters"]["p"] == p}
+        assert len(packs) == 2  # the configuration's 2 repetitions (and its variants with them)
+        for pid in packs:
+            assert sorted(plan[pid]) == sorted(f"np@{v}/p={p}/rep{plan[pid][0][-1]}" for v in "ab")
+
+
 def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(slurm_sweeps):
     """Paired measurement (config key variants:, issue 43) on the cluster: every configuration's variants
     take adjacent places in each round's order and reach SLURM with adjacent nice values; the records

@@ -17,6 +17,7 @@ rules' wildcards (``"{study}"``) pass through and a path is the same text wherev
       logs/runs/<study>/<config>/rep<k>.log      a run's log (every attempt's stderr)
       logs/runs/<study>/<config>.log             a bundled configuration's log (bundle: repetitions)
       logs/packs/<pack>.log                      a pack's log (bundle: packs)
+      logs/sbatch.log                            on SLURM: submissions refused and tried again
       logs/<stage>/<study>.log                   a stage's log (stage_log); logs/<stage>.log of a stage of the sweep
       tables/, models/, figures/, metrics/, overhead/, report/, paper/   the stages' outputs (STAGES)
       report.html                                the report ``perfsweep run`` writes
@@ -183,6 +184,11 @@ def log_of_record(record_path: Results, bundled: bool) -> Path | None:
     if bundled:
         return Path(bundle_log(f["results"], f["study"], f["config_id"]))
     return Path(run_log(f["results"], f["study"], f["config_id"], f["repetition"]))
+
+
+def submit_log(results: Results) -> str:
+    """Where perfsweep's sbatch notes the submissions SLURM refused and it tried again (perfsweep.cluster.sbatch_retry)."""
+    return f"{results}/{LOGS}/sbatch.log"
 
 
 def logs_dir(results: Results) -> str:

@@ -13,6 +13,8 @@ tests assert allows:
   is done (nothing to do).
 - ``mpich``: MPICH's mpiexec, ``bundle: repetitions`` (one allocation per configuration).
 - ``openmpi``: Open MPI's mpirun, with Debian's Python and mpi4py (only where they are installed).
+- ``packed``: the ``srun`` sweep's runs in packs (``bundle: packs``), each configuration as two identical
+  variants: 4 pack jobs of 2 runs.
 - ``paired``: ``variants:`` before and after, paired runs back to back, to both variants' models (then
   compare); no figures or report (local rules on the submit host, which the local sweeps test: drawn
   after its jobs, they were the last 10 s of this fixture).
@@ -23,7 +25,7 @@ and three sweeps whose shape is what their test checks (each its own config, sta
 - ``lastattempt``: ``retries: 0``, one run cancelled while it runs: a failure record, the rest modelled.
 - ``retried``: ``retries: 1``, one run cancelled while it runs: retried, the sweep completes.
 
-A config holds one launcher, one bundle mode, one retries and one set of variants, so these are seven
+A config holds one launcher, one bundle mode, one retries and one set of variants, so these are eight
 configs; they share the cluster, which runs their jobs in between each other's (nothing here asserts on
 what a job's neighbours did to its timings)."""
 
@@ -106,6 +108,11 @@ SWEEPS = {
     # steps 40: runs of about 0.1 s, which test_slurm's timing test compares with local runs
     "srun": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
               "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np")], None),
+    # the srun sweep's configurations in packs (bundle: packs), with two identical variants: 4 pack jobs of 2
+    # runs (one round and one process count each, a configuration's variants side by side)
+    "packed": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
+                "bundle": "packs", "pack": {"runs": 4, "seconds_per_run": 1}, "variants": {"a": {}, "b": {}},
+                "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np@a"), medians("np@b")], None),
     # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 6 jobs
     "paired": ({**LJMD, "repetitions": 1, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
                 "studies": {"s": {"vary": {"n": [100, 150, 200]}}}},

@@ -366,4 +366,4 @@ def get_all_report_outputs(wildcards=None):
 # job's attempt (perfsweep.cluster.sbatch_retry puts its sbatch first on PATH; the plugin's shell finds it)
 onstart:
     if workflow.executor_plugin is not None and workflow.executor_plugin.name == "slurm":
-        sbatch_retry.install_on_path()
+        sbatch_retry.install_on_path(log=layout.submit_log(R))

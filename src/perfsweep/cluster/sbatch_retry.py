@@ -78,6 +78,9 @@ import time
 
 TRIES_ENV, BACKOFF_ENV, DEADLINE_ENV = "PERFSWEEP_SBATCH_TRIES", "PERFSWEEP_SBATCH_BACKOFF", "PERFSWEEP_SBATCH_DEADLINE"
 PYTHON_ENV = "PERFSWEEP_SBATCH_PYTHON"  # the Python the shim runs this file with (install_on_path sets it)
+# a file every line of the shim also goes to (install_on_path's log=): the plugin shows sbatch's stderr only
+# when sbatch failed, so a refusal that a retry mended would leave no trace
+LOG_ENV = "PERFSWEEP_SBATCH_LOG"
 DEFAULT_TRIES, DEFAULT_BACKOFF, DEFAULT_DEADLINE, MAX_WAIT = 8, 2.0, 600.0, 60.0
 
 # sbatch's stderr says the controller could not take the job now; each is matched anywhere, ignoring case.
@@ -110,11 +113,15 @@ def shim_dir() -> str:
     return os.path.join(os.path.dirname(os.path.realpath(__file__)), "bin")
 
 
-def install_on_path(environ=os.environ) -> bool:
+def install_on_path(environ=os.environ, log: str | None = None) -> bool:
     """Put :func:`shim_dir` first on ``environ``'s PATH (once: an entry of it further on moves to the
-    front) and name this Python in PERFSWEEP_SBATCH_PYTHON for the shim. Returns whether it changed
+    front) and name this Python in PERFSWEEP_SBATCH_PYTHON for the shim; ``log``: a file the shim
+    appends its lines to as well (PERFSWEEP_SBATCH_LOG, an absolute path). Returns whether it changed
     anything; a second call changes nothing."""
     here, changed = shim_dir(), False
+    if log and environ.get(LOG_ENV) != os.path.abspath(log):
+        environ[LOG_ENV] = os.path.abspath(log)
+        changed = True
     entries = environ.get("PATH", os.defpath).split(os.pathsep)
     if not _same_dir(entries[0], here):
         environ["PATH"] = os.pathsep.join([here, *(e for e in entries if not _same_dir(e, here))])
@@ -140,12 +147,16 @@ def wait_before(retry: int, first: float, rng: random.Random | None = None) -> f
     return full * (rng or random).uniform(0.5, 1.0)
 
 
-def find_sbatch(path: str | None = None) -> str | None:
-    """The real sbatch: the first executable ``sbatch`` on PATH that is no perfsweep shim. That skips
-    this shim's directory (compared resolved) and any other copy of it, so that two checkouts on
-    PATH do not call each other."""
+TOOLS = ("sbatch", "sinfo")  # the shims in bin/: the plugin runs `sinfo -o %P` before an sbatch without a partition
+TOOL_ENV = "PERFSWEEP_SHIM_TOOL"  # which of them the shim was called as (bin/sbatch sets it)
+
+
+def find_sbatch(path: str | None = None, tool: str = "sbatch") -> str | None:
+    """The real sbatch (or ``tool``): the first executable of that name on PATH that is no perfsweep
+    shim. That skips this shim's directory (compared resolved) and any other copy of it, so that two
+    checkouts on PATH do not call each other."""
     for entry in (os.environ.get("PATH", os.defpath) if path is None else path).split(os.pathsep):
-        candidate = os.path.join(entry or os.curdir, "sbatch")
+        candidate = os.path.join(entry or os.curdir, tool)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK) and not _is_shim(candidate):
             return candidate
     return None
@@ -154,9 +165,11 @@ def find_sbatch(path: str | None = None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Act as ``sbatch argv...``: run the real sbatch, retrying a transient refusal; returns the exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
-    real = find_sbatch()
+    tool = os.environ.pop(TOOL_ENV, "sbatch")
+    tool = tool if tool in TOOLS else "sbatch"
+    real = find_sbatch(tool=tool)
     if real is None:
-        _say(f"perfsweep: no sbatch on PATH behind perfsweep's shim ({shim_dir()})")
+        _say(f"perfsweep: no {tool} on PATH behind perfsweep's shim ({shim_dir()})")
         return 127
     tries = max(1, int(_setting(TRIES_ENV, DEFAULT_TRIES)))
     first, deadline = max(0.0, _setting(BACKOFF_ENV, DEFAULT_BACKOFF)), _setting(DEADLINE_ENV, DEFAULT_DEADLINE)
@@ -173,10 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - start + wait > deadline:
             break
         refused = _first_line(err, proc.returncode)
-        _say(f"perfsweep: sbatch refused ({refused}); try {attempt + 1} of {tries} in {wait:.2g} s")
+        _say(f"perfsweep: {tool} refused ({refused}); try {attempt + 1} of {tries} in {wait:.2g} s")
         time.sleep(wait)
     code = _pass_through(proc)
-    _say(f"perfsweep: sbatch refused {attempt} times in {time.monotonic() - start:.0f} s "
+    _say(f"perfsweep: {tool} refused {attempt} times in {time.monotonic() - start:.0f} s "
          f"({TRIES_ENV}={tries}, {DEADLINE_ENV}={deadline:g}); giving up")
     return code
 
@@ -234,6 +247,13 @@ def _setting(name: str, default: float) -> float:
 
 def _say(line: str) -> None:
     _write(sys.stderr, (line + "\n").encode())
+    if os.environ.get(LOG_ENV):
+        try:
+            os.makedirs(os.path.dirname(os.environ[LOG_ENV]), exist_ok=True)
+            with open(os.environ[LOG_ENV], "a", encoding="utf-8") as fh:
+                fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+        except OSError:
+            pass
 
 
 def _write(stream, data: bytes) -> None:

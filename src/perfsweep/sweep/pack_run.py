@@ -127,9 +127,12 @@ def why_lost(started: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, An
     nodes = (started.get("slurm") or {}).get("nodelist") or before.get("nodelist")
     down = [n for n in expand_hostlist(nodes) if (scheduler.node_state(n) or "").rstrip("*~#!%$@^-").lower()
             in ("down", "drain", "drained", "fail", "failing", "down+drain", "unknown")] if nodes else []
-    if job == now.get("job_id"):  # the same job, started again: SLURM requeued it
+    if job == now.get("job_id"):
+        # the same job started again, and its runner left the attempt in flight: SLURM requeued the job
+        # without a signal the runner could catch (a requeue by hand or a preemption sends SIGTERM first,
+        # and the runner archives the attempt itself): its node was lost
         story["restarts_after"] = now.get("restarts")
-        state = "NODE_FAIL" if down else "REQUEUED"
+        state = "NODE_FAIL"
     else:
         later = scheduler.story(job)
         state = later.get("state") or ("NODE_FAIL" if down else None)
@@ -140,7 +143,9 @@ def why_lost(started: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, An
         story["nodes_down"] = down
     state = story["state"]
     if state == "NODE_FAIL":
-        what = f"lost with its node ({', '.join(down) or nodes} down)"
+        what = (f"lost with its node ({nodes}{', down now' if down else ''}): SLURM requeued job {job} "
+                f"(restart {now.get('restarts')})" if job == now.get("job_id") else
+                f"lost with its node ({', '.join(down) or nodes})")
     elif state == "REQUEUED":
         what = f"cut short: its job {job} was requeued while the run ran"
     elif state == "UNKNOWN":

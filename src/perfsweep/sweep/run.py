@@ -315,9 +315,12 @@ def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: 
     record.update(finished_at=_now(), status="killed", error=f"terminated by signal {exc.signum}",
                   returncode=None, time=None)
     if "SLURM_JOB_ID" in os.environ:  # what the scheduler says of the job now: CANCELLED, TIMEOUT, PREEMPTED ...
-        record["scheduler"] = {**(record.get("scheduler") or {}), **scheduler.story()}
-        if record["scheduler"].get("state") not in (None, "RUNNING", "COMPLETING"):
-            record["error"] += f" (SLURM: {record['scheduler']['state']}, reason {record['scheduler'].get('reason')})"
+        before = record.get("scheduler") or {}
+        story = record["scheduler"] = {**before, **scheduler.story()}
+        if isinstance(before.get("restarts"), int) and (story.get("restarts") or 0) > before["restarts"]:
+            story["state"] = "REQUEUED"  # scontrol requeue: SIGTERM, the job already counts its next start
+        if story.get("state") not in (None, "RUNNING", "COMPLETING"):
+            record["error"] += f" (SLURM: {story['state']}, reason {story.get('reason')})"
     archive_copy(spec.archive_dir, spec.repetition, attempt, record)
     exc.archived = True
 

@@ -95,6 +95,10 @@ def test_spent_attempts():
     assert not spent({"status": "killed", "lost": True, "scheduler": {"state": "NODE_FAIL"}})
     assert not spent({"status": "killed", "slurm": {"job_id": "3"}, "scheduler": {"state": "REQUEUED"}})
     assert spent({"status": "killed", "slurm": {"job_id": "3"}, "scheduler": {"state": "CANCELLED"}})
+    # killed while the controller did not answer, then the same job started again: a requeue
+    unknown = {"status": "killed", "slurm": {"job_id": "3"}, "scheduler": {"job_id": "3", "state": "UNKNOWN", "restarts": 0}}
+    assert spent(unknown) and spent(unknown, {"job_id": "4", "restarts": 0})
+    assert not spent(unknown, {"job_id": "3", "restarts": 1})
 
 
 def _records(results):

@@ -1,22 +1,30 @@
-"""Packs on the local SLURM cluster through faults a user's cluster shows (issue 57), one fault a test,
-each its own small sweep (the fault is the test): a pack cut by a lost node, a running pack requeued,
-slurmctld restarted while packs run, and sbatch refused while the controller is down. In each the
-same command completes the sweep, every run is measured once, and the records and the archive tell
-what happened.
+"""Packs on the local SLURM cluster through the faults a user's cluster shows (issue 57): a pack cut by a
+lost node, a running pack requeued, slurmctld restarted while packs run, and sbatch refused while the
+controller is down. One test a fault; the faults come in two small sweeps of their own (the faults are
+their shape), two apiece, one after the other in each sweep:
 
-The cluster runs with the short timeouts of perfsweep.cluster.local_slurm's fast_faults for this
-module (a lost node's job runs again about 15 s after the loss instead of minutes), and is put back
-as the session's other SLURM tests found it afterwards. The sweeps: fault_app (tests/apps) sleeping
-0.5 s a run, packs of 4 runs (2 s in one job), retries 0: an attempt the scheduler cut short for
-reasons outside the run (node loss, requeue) must not spend the run's only attempt. The sweeps of the
-node loss and the requeue have a second pack beside the one the fault hits (8 runs, 2 packs, one on
-each node): the plugin polls a sweep whose jobs all run less and less often (10 s more after each
-poll that finds none ended), and the second pack's end brings its polls back to every 2 s."""
+- ``lost``: the controller is down when the sweep submits (perfsweep's sbatch and sinfo are refused and
+  try again; the controller comes back once they were), then a pack's node is lost mid-pack;
+- ``requeued``: a running pack is requeued (``scontrol requeue``), and while the requeued job waits to
+  start again slurmctld is stopped for 3 s and started again.
+
+In each the one command completes the sweep, every run is measured once, and the records and the
+archive tell what happened. The cluster runs with the short timeouts of perfsweep.cluster.local_slurm's
+fast_faults for this module (a lost node's job runs again about 15 s after the loss instead of minutes)
+and is put back as the session's other SLURM tests found it afterwards. The sweeps: fault_app
+(tests/apps) sleeping 0.5 s a run, 8 runs in 2 packs of 4 (one on each node), retries 0: an attempt the
+scheduler cut short for reasons outside the run (node loss, requeue) must not spend the run's only
+attempt. The second pack also keeps the sweep's Snakemake polling: the plugin polls a sweep whose jobs
+all run less and less often (10 s more after each poll that finds none ended), and a pack's end brings
+its polls back to every 2 s."""
 
 import json
+import re
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +52,7 @@ FOUR, EIGHT = (1, 2, 4, 6), (1, 2, 4, 6, 8, 9, 10, 12)  # no n that fault_app fa
 
 def start_sweep(work, ns=FOUR, **config):
     """fault_app over ``ns`` in packs of 4 through the local-slurm profile; the Snakemake process."""
-    (work / "state").mkdir(parents=True)
+    (work / "state").mkdir(parents=True, exist_ok=True)
     cfg = {**fault_config(work / "state", ns=list(ns), k=1, sleep=RUN_SECONDS, retries=0, timeout=60,
                           results="results"),
            "bundle": "packs", "pack": {"runs": 4, "seconds_per_run": 1}, "studies": {"f": {"vary": {"n": list(ns)}}},
@@ -106,80 +114,123 @@ def measured_once(work, ns=FOUR):
     return recs, att
 
 
-def test_a_pack_cut_by_a_lost_node_keeps_its_runs_and_its_requeued_job_measures_the_rest(fast_cluster, tmp_path):
-    """The pack's node is lost (its slurmd and the job's processes SIGKILLed) while a run after its first
-    runs; SLURM requeues the job, which runs again once the node is down (the test brings the node back
-    then, as an admin would): the runs before are kept, the lost attempt archived with NODE_FAIL, the
-    rest measured once by the requeued job (restart 1), all with the one command."""
-    proc = start_sweep(tmp_path, EIGHT)
-    job, node = pack_job(tmp_path, time.time() + 120)
+@dataclass
+class Faulted:
+    work: Path
+    returncode: int
+    output: str
+    job: str  # the SLURM job the fault hit
+    node: str | None = None
+    outage: tuple[float, float] | None = None  # when slurmctld was down (time.time())
+
+
+@pytest.fixture(scope="module")
+def lost(fast_cluster, tmp_path_factory):
+    """The controller down until perfsweep's sbatch (or the sinfo before it) was refused, then back; then
+    the node of a pack whose second run runs is lost (its slurmd and the job's processes SIGKILLed), and
+    brought back once SLURM has marked it down (as an admin would), the lost job requeued meanwhile."""
+    work = tmp_path_factory.mktemp("lost")
+    log = work / "results" / "logs" / "sbatch.log"
+    refused = lambda: log.exists() and " refused (" in log.read_text()
+    t0 = time.time()
+    down = threading.Thread(target=fast_cluster.restart_controller, kwargs={"down": refused, "timeout": 60})
+    down.start()
+    time.sleep(0.5)
+    proc = start_sweep(work, EIGHT)
+    down.join()
+    outage = (t0, time.time())
+    job, node = pack_job(work, time.time() + 120)
     lost_at = time.time()
     fast_cluster.lose_node(node)
     while fast_cluster.node_state(node) != "down*" and time.time() - lost_at < 60:
         time.sleep(0.2)
     fast_cluster.restore_node(node)
-    rc, out = finish(tmp_path, proc)
-    assert rc == 0, out[-4000:]
-    recs, att = measured_once(tmp_path, EIGHT)
-    lost = [a for runs in att.values() for a in runs if a.get("lost")]
-    assert len(lost) == 1, att
-    lost = lost[0]
-    assert lost["scheduler"]["state"] == "NODE_FAIL" and lost["scheduler"]["job_id"] == job, lost
-    assert "lost with its node" in lost["error"] and lost["pack"]["index"] >= 1
-    rerun = recs[lost["config_id"]]
-    assert rerun["scheduler"]["job_id"] == job and rerun["scheduler"]["restarts"] == 1
-    assert rerun["attempt"] == 2 and rerun["attempts_not_spent"] == 1  # retries 0: the loss spent none
-    hit = [r for r in recs.values() if r["pack"]["id"] == lost["pack"]["id"]]
-    for rec in hit:  # the runs before the loss kept, the rest measured by the requeued job
-        assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < lost["pack"]["index"] else 1), rec
+    rc, out = finish(work, proc)
+    return Faulted(work, rc, out, job, node, outage)
 
 
-def test_a_requeued_running_pack_measures_the_rest_once(fast_cluster, tmp_path):
-    """``scontrol requeue`` of a running pack job while a run after its first runs: SLURM sends SIGTERM
-    (the runner archives that attempt, killed, REQUEUED), then starts the same job again (restart 1),
-    which skips the finished runs and measures the rest."""
-    proc = start_sweep(tmp_path, EIGHT)
-    job, _ = pack_job(tmp_path, time.time() + 120)
+@pytest.fixture(scope="module")
+def requeued(fast_cluster, tmp_path_factory):
+    """A running pack requeued while its second run runs; while the requeued job waits its start delay,
+    slurmctld stopped for 3 s and started again."""
+    work = tmp_path_factory.mktemp("requeued")
+    proc = start_sweep(work, EIGHT)
+    job, _ = pack_job(work, time.time() + 120)
     subprocess.run(["scontrol", "requeue", job], check=True)
-    rc, out = finish(tmp_path, proc)
-    assert rc == 0, out[-4000:]
-    recs, att = measured_once(tmp_path, EIGHT)
+    until = time.time() + 30  # the runner took its SIGTERM: the attempt it cut is archived
+    while not any('"killed"' in p.read_text() for p in (work / "results" / "archive").rglob("*.json")):
+        assert time.time() < until, "no attempt archived after the requeue"
+        time.sleep(0.05)
+    t0 = time.time()
+    fast_cluster.restart_controller(down=3)
+    outage = (t0, time.time())
+    rc, out = finish(work, proc)
+    return Faulted(work, rc, out, job, None, outage)
+
+
+def test_a_pack_cut_by_a_lost_node_keeps_its_runs_and_its_requeued_job_measures_the_rest(lost):
+    """The runs before the loss are kept, the lost attempt archived with NODE_FAIL, the rest measured
+    once by the requeued job (restart 1), all with the one command."""
+    assert lost.returncode == 0, lost.output[-4000:]
+    recs, att = measured_once(lost.work, EIGHT)
+    gone = [a for runs in att.values() for a in runs if a.get("lost")]
+    assert len(gone) == 1, att
+    gone = gone[0]
+    assert gone["scheduler"]["state"] == "NODE_FAIL" and gone["scheduler"]["job_id"] == lost.job, gone
+    assert "lost with its node" in gone["error"] and gone["pack"]["index"] >= 1
+    rerun = recs[gone["config_id"]]
+    assert rerun["scheduler"]["job_id"] == lost.job and rerun["scheduler"]["restarts"] == 1
+    assert rerun["attempt"] == 2 and rerun["attempts_not_spent"] == 1  # retries 0: the loss spent none
+    for rec in recs.values():
+        if rec["pack"]["id"] == gone["pack"]["id"]:  # kept before the loss, the rest by the requeued job
+            assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < gone["pack"]["index"] else 1), rec
+        else:  # the other pack, on the other node, untouched
+            assert rec["scheduler"]["restarts"] == 0 and rec["attempt"] == 1
+
+
+def test_an_sbatch_refused_while_the_controller_is_down_is_tried_again(lost):
+    """perfsweep's sbatch (and the plugin's sinfo before it) was refused while the controller was down
+    ("Unable to contact slurm controller"), tried again with backoff and went in once slurmctld was
+    back: no attempt spent, no failure record (the plugin shows a mended sbatch's messages nowhere:
+    results/logs/sbatch.log has them)."""
+    assert lost.returncode == 0, lost.output[-4000:]
+    refused = (lost.work / "results" / "logs" / "sbatch.log").read_text()
+    assert re.search(r"perfsweep: (sinfo|sbatch) refused \(.*Unable to contact slurm controller", refused), refused
+    assert "giving up" not in refused and "SLURM sbatch failed" not in lost.output
+    recs, att = measured_once(lost.work, EIGHT)
+    assert all(r["attempt"] <= 2 for r in recs.values())  # the lost run's second attempt only
+
+
+def test_a_requeued_running_pack_measures_the_rest_once(requeued):
+    """SLURM sends SIGTERM (the runner archives that attempt, killed, REQUEUED), then starts the same
+    job again (restart 1), which skips the finished runs and measures the rest."""
+    assert requeued.returncode == 0, requeued.output[-4000:]
+    recs, att = measured_once(requeued.work, EIGHT)
     killed = [a for runs in att.values() for a in runs if a["status"] == "killed"]
     assert len(killed) == 1 and killed[0]["scheduler"]["state"] == "REQUEUED", killed
-    assert killed[0]["scheduler"]["job_id"] == job and killed[0]["pack"]["index"] >= 1
+    assert killed[0]["scheduler"]["job_id"] == requeued.job and killed[0]["pack"]["index"] >= 1
     rerun = recs[killed[0]["config_id"]]
     assert rerun["scheduler"]["restarts"] == 1 and rerun["attempt"] == 2
-    hit = [r for r in recs.values() if r["pack"]["id"] == killed[0]["pack"]["id"]]
-    for rec in hit:
-        assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < killed[0]["pack"]["index"] else 1), rec
+    for rec in recs.values():
+        if rec["pack"]["id"] == killed[0]["pack"]["id"]:
+            assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < killed[0]["pack"]["index"] else 1), rec
 
 
-def test_the_sweep_goes_on_through_a_slurmctld_restart(fast_cluster, tmp_path):
-    """slurmctld stopped for 3 s and started again (on its saved state) while the pack runs: the
-    plugin's status queries fail meanwhile, the job runs on, the sweep completes; nothing measured twice."""
-    proc = start_sweep(tmp_path)
-    pack_job(tmp_path, time.time() + 120)
-    fast_cluster.restart_controller(down=3)
-    rc, out = finish(tmp_path, proc)
-    assert rc == 0, out[-4000:]
-    recs, att = measured_once(tmp_path)
-    assert all(len(a) == 1 for a in att.values())  # one attempt each
-    assert len({r["scheduler"]["job_id"] for r in recs.values()}) == 1
+def test_the_sweep_goes_on_through_a_slurmctld_restart(requeued):
+    """slurmctld was stopped for 3 s and started again on its saved state while the requeued job waited
+    and the other pack ran: the plugin's status queries failed meanwhile, the sweep completed with the
+    one command, each run measured once (the requeued run twice attempted, once ok)."""
+    assert requeued.returncode == 0, requeued.output[-4000:]
+    recs, att = measured_once(requeued.work, EIGHT)
+    started, back = requeued.outage
+    assert back - started >= 3
+    # the requeued job started again after the controller came back, and finished its runs after it
+    rerun = [r for r in recs.values() if r["scheduler"]["job_id"] == requeued.job and r["scheduler"]["restarts"] == 1]
+    assert rerun and all(_when(r["started_at"]) > back - 1 for r in rerun)
+    assert sum(len(a) for a in att.values()) == len(EIGHT) + 1  # the one killed attempt beside one each
 
 
-def test_an_sbatch_refused_while_the_controller_is_down_is_tried_again(fast_cluster, tmp_path):
-    """The controller is down when the sweep submits its pack: sbatch fails ("Unable to contact slurm
-    controller"), perfsweep's sbatch tries again with backoff, and the job goes in once slurmctld is
-    back; no attempt spent, no failure record."""
-    down = threading.Thread(target=fast_cluster.restart_controller, kwargs={"down": 6})
-    down.start()
-    time.sleep(1)
-    proc = start_sweep(tmp_path)
-    down.join()
-    rc, out = finish(tmp_path, proc)
-    assert rc == 0, out[-4000:]
-    refused = (tmp_path / "results" / "logs" / "sbatch.log").read_text()  # the plugin hides a mended sbatch's stderr
-    assert "perfsweep: sinfo refused (" in refused or "perfsweep: sbatch refused (" in refused, refused
-    assert "Unable to contact slurm controller" in refused, refused
-    recs, att = measured_once(tmp_path)
-    assert all(len(a) == 1 for a in att.values())
+def _when(iso):
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(iso).timestamp()

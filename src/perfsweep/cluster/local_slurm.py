@@ -51,6 +51,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 CONF = Path("/etc/slurm/slurm.conf")
 STATE = Path("/var/lib/slurm-perfsweep")
@@ -387,9 +388,10 @@ def controller_up() -> bool:
     return out.returncode == 0 and " is UP" in out.stdout
 
 
-def restart_controller(down: float = 0.0, timeout: float = 30.0) -> dict[str, str]:
+def restart_controller(down: float | Callable[[], bool] = 0.0, timeout: float = 30.0) -> dict[str, str]:
     """Stop slurmctld (SIGTERM: it saves jobs, nodes and partitions in StateSaveLocation), wait
-    ``down`` seconds, start it again on that state and return ``{node: state}`` once it answers and
+    ``down`` seconds (or, a function, until it returns true, at most ``timeout`` s), start it again on
+    that state and return ``{node: state}`` once it answers and
     knows its nodes again. Running jobs go on: their slurmstepd and slurmd do not need slurmctld until
     they end. The restart takes about 0.3 s, less than a client's own retrying (MessageTimeout - 1 s),
     so squeue and sbatch fail only with a longer ``down``. The restarted slurmctld shows every node
@@ -399,7 +401,12 @@ def restart_controller(down: float = 0.0, timeout: float = 30.0) -> dict[str, st
     if not pid:
         raise RuntimeError("no slurmctld started by local_slurm runs")
     _terminate("slurmctld", pid, quiet=True)
-    time.sleep(down)
+    if callable(down):
+        until = time.time() + timeout
+        while not down() and time.time() < until:
+            time.sleep(0.1)
+    else:
+        time.sleep(down)
     subprocess.run(["slurmctld"], check=True, text=True, capture_output=True)
     _remember("slurmctld", _wait_for_pidfile(CTLD_PID))
     deadline = time.time() + timeout

@@ -69,16 +69,20 @@ def archived_attempts(spec: RunSpec) -> list[dict[str, Any]]:
     return out
 
 
-def spent(attempt: dict[str, Any]) -> bool:
+def spent(attempt: dict[str, Any], now: dict[str, Any] | None = None) -> bool:
     """Whether an archived attempt spent one of the run's attempts: every one but a local attempt that was
     interrupted (Ctrl-C: ``killed`` outside SLURM, which ended nothing of the app's) and one the scheduler
     cut short for reasons outside the run (:data:`NOT_THE_RUNS`: its node lost, its job requeued or
-    preempted)."""
+    preempted). ``now``: the story of the job this start runs in; an attempt killed in the same job
+    before its latest restart was cut short by a requeue, whatever the controller could say then."""
     if attempt.get("status") != "killed":
         return True
     story = attempt.get("scheduler") or {}
     if not attempt.get("slurm") and not story:
         return bool(attempt.get("lost"))  # a runner killed outright (SIGKILL, OOM), found later: spent
+    if (now and story.get("job_id") == now.get("job_id") and isinstance(story.get("restarts"), int)
+            and isinstance(now.get("restarts"), int) and now["restarts"] > story["restarts"]):
+        return False
     return story.get("state") not in NOT_THE_RUNS
 
 
@@ -200,7 +204,7 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
                 _mark(lock_path, None)
                 print(f"perfsweep: {spec.run_id}: {lost['error']}; archived", file=sys.stderr, flush=True)
             attempts = archived_attempts(spec)
-            used = [a for a in attempts if spent(a)]
+            used = [a for a in attempts if spent(a, now)]
             if len(used) >= retries + 1:
                 record = final_record(spec, used, where)
                 archive_copy(spec.archive_dir, spec.repetition, len(attempts) + 1, record)

@@ -316,7 +316,7 @@ def _archive_interrupted(exc: Interrupted, spec: RunSpec, attempt: int, record: 
                   returncode=None, time=None)
     if "SLURM_JOB_ID" in os.environ:  # what the scheduler says of the job now: CANCELLED, TIMEOUT, PREEMPTED ...
         before = record.get("scheduler") or {}
-        story = record["scheduler"] = {**before, **scheduler.story()}
+        story = record["scheduler"] = {**before, "state": "UNKNOWN", **scheduler.story()}  # (no answer: UNKNOWN)
         if isinstance(before.get("restarts"), int) and (story.get("restarts") or 0) > before["restarts"]:
             story["state"] = "REQUEUED"  # scontrol requeue: SIGTERM, the job already counts its next start
         if story.get("state") not in (None, "RUNNING", "COMPLETING"):

@@ -180,7 +180,8 @@ def test_a_pack_cut_by_a_lost_node_keeps_its_runs_and_its_requeued_job_measures_
     assert "lost with its node" in gone["error"] and gone["pack"]["index"] >= 1
     rerun = recs[gone["config_id"]]
     assert rerun["scheduler"]["job_id"] == lost.job and rerun["scheduler"]["restarts"] == 1
-    assert rerun["attempt"] == 2 and rerun["attempts_not_spent"] == 1  # retries 0: the loss spent none
+    assert rerun["attempt"] == 2 and rerun["cut_short"] == [{"attempt": 1, "state": "NODE_FAIL", "job_id": lost.job}]
+    assert "1 attempt(s) cut short by SLURM (NODE_FAIL 1), measured again" in lost.output  # the study's line
     for rec in recs.values():
         if rec["pack"]["id"] == gone["pack"]["id"]:  # kept before the loss, the rest by the requeued job
             assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < gone["pack"]["index"] else 1), rec
@@ -211,6 +212,8 @@ def test_a_requeued_running_pack_measures_the_rest_once(requeued):
     assert killed[0]["scheduler"]["job_id"] == requeued.job and killed[0]["pack"]["index"] >= 1
     rerun = recs[killed[0]["config_id"]]
     assert rerun["scheduler"]["restarts"] == 1 and rerun["attempt"] == 2
+    assert rerun["cut_short"] == [{"attempt": 1, "state": "REQUEUED", "job_id": requeued.job}]
+    assert "1 attempt(s) cut short by SLURM (REQUEUED 1), measured again" in requeued.output
     for rec in recs.values():
         if rec["pack"]["id"] == killed[0]["pack"]["id"]:
             assert rec["scheduler"]["restarts"] == (0 if rec["pack"]["index"] < killed[0]["pack"]["index"] else 1), rec

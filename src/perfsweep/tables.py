@@ -28,7 +28,7 @@ from perfsweep.sweep.record import check_record
 
 RUN_COLUMNS = ["run_id", "study", "config_id", "repetition", "validation", "status", "error", "time", "wall_time",
                "returncode", "attempt", "host", "cores", "mpi_library", "slurm_job_id", "slurm_nodelist",
-               "started_at", "launch_command"]
+               "slurm_restarts", "cut_short", "cut_short_by", "started_at", "launch_command"]
 # what the host did during a run (record field host_load, perfsweep.sweep.host: its cores and processes as
 # watched_cores and load_processes) and its place in its round's random order (record field order,
 # perfsweep.sweep.order); empty for records that do not say
@@ -57,6 +57,10 @@ def collect(paths: Iterable[str], validation: Iterable[str] = ()) -> tuple[pd.Da
             wall_time=rec.get("wall_time"), returncode=rec.get("returncode"), attempt=rec.get("attempt"),
             host=rec.get("host"), cores=rec.get("cores"), mpi_library=(rec.get("mpi") or {}).get("version"),
             slurm_job_id=slurm.get("job_id"), slurm_nodelist=slurm.get("nodelist"),
+            slurm_restarts=(rec.get("scheduler") or {}).get("restarts"),
+            # earlier attempts the scheduler cut short (node lost, job requeued: bundle packs), and by what
+            cut_short=len(rec.get("cut_short") or []),
+            cut_short_by=",".join(str(c.get("state")) for c in rec.get("cut_short") or []) or None,
             started_at=rec.get("started_at"), launch_command=" ".join(rec.get("launch", {}).get("command", [])),
         )
         row.update(_host_and_order(rec))
@@ -191,6 +195,7 @@ def variability(runs: pd.DataFrame, params: list[str], cv_threshold: float,
         row = {"config_id": cid}
         row.update({p: group[p].iloc[0] for p in params})
         row.update(n_runs=len(group), n_ok=len(ok), n_failed=int((group["status"] != "ok").sum()),
+                   n_cut_short=int(group["cut_short"].fillna(0).sum()) if "cut_short" in group else 0,
                    mean=mean, std=std, cv=cv, flagged=bool(cv > cv_threshold) if np.isfinite(cv) else False,
                    cv_threshold=cv_threshold)
         row.update(disturbance(group, disturbed))

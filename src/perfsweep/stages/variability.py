@@ -47,6 +47,12 @@ def progress_line(study: str, var: pd.DataFrame, runs: pd.DataFrame | None = Non
         line += (f"; worst CV {100 * worst['cv']:.1f} % ({worst['config_id']}),"
                  f" {int(var['flagged'].sum())} of {len(var)} configurations above"
                  f" {100 * var['cv_threshold'].iloc[0]:g} %")
+    if "n_cut_short" in var and var["n_cut_short"].sum():
+        by = (runs["cut_short_by"].dropna().str.split(",").explode().value_counts()
+              if runs is not None and "cut_short_by" in runs else pd.Series(dtype=int))
+        what = ", ".join(f"{state} {n}" for state, n in by.items())
+        line += (f"; {int(var['n_cut_short'].sum())} attempt(s) cut short by SLURM{f' ({what})' if what else ''},"
+                 " measured again")
     if "n_disturbed" in var and var["n_disturbed"].sum():
         again = ("configurations with mostly disturbed runs measured again while the decide budget lasts"
                  if remeasured else "not measured again")

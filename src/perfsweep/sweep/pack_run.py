@@ -220,8 +220,10 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
                 break
             attempt = len(attempts) + 1  # its number; len(used) + 1 of the retries + 1 it may spend
             extra = {"pack": where, **({"scheduler": now} if now else {})}
-            if len(attempts) > len(used):
-                extra["attempts_not_spent"] = len(attempts) - len(used)
+            cut = [a for a in attempts if not spent(a, now) and (a.get("scheduler") or a.get("slurm"))]
+            if cut:  # cut short by the scheduler, measured again: the record says by what
+                extra["cut_short"] = [{"attempt": a.get("attempt"), "state": (a.get("scheduler") or {}).get("state"),
+                                       "job_id": (a.get("scheduler") or {}).get("job_id")} for a in cut]
             try:
                 record = execute(spec, output, attempt=attempt, raise_on_failure=len(used) + 1 <= retries, extra=extra,
                                  on_start=lambda rec: _mark(lock_path, rec))

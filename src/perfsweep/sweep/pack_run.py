@@ -43,11 +43,12 @@ from perfsweep import __version__, layout
 from perfsweep.atomic import write_json_atomic
 from perfsweep.cluster import scheduler
 from perfsweep.cluster.launch import expand_hostlist
-from perfsweep.errors import DamagedRecord, Interrupted, RunFailed
+from perfsweep.errors import Interrupted, RunFailed
 from perfsweep.sweep.packs import read_pack_file
-from perfsweep.sweep.record import archive_copy, check_record
+from perfsweep.sweep.record import archive_copy
 from perfsweep.sweep.recover import hold_lock, release_lock
-from perfsweep.sweep.run import _now, _raise_interrupted, _write_manifest, become_subreaper, execute
+from perfsweep.sweep.run import (_finished_elsewhere, _now, _raise_interrupted, _write_manifest, become_subreaper,
+                                 execute)
 from perfsweep.sweep.spec import RunSpec
 
 MARGIN = 10.0  # seconds a run needs at least before the time limit, beside 1.5 x the longest run so far
@@ -84,16 +85,6 @@ def spent(attempt: dict[str, Any], now: dict[str, Any] | None = None) -> bool:
             and isinstance(now.get("restarts"), int) and now["restarts"] > story["restarts"]):
         return False
     return story.get("state") not in NOT_THE_RUNS
-
-
-def _done(output: str) -> bool:
-    if not os.path.exists(output):
-        return False
-    try:
-        check_record(output)
-    except DamagedRecord:
-        return False
-    return True
 
 
 def _started(lock: Path) -> dict[str, Any] | None:
@@ -196,7 +187,7 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         fd = hold_lock(lock_path, wait=True)
         try:
-            if _done(output):
+            if _finished_elsewhere(output):  # a valid record: measured
                 continue
             started = _started(lock_path)
             if started is not None:

@@ -180,7 +180,7 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
     print(f"perfsweep: pack {pack_id}: {len(pairs)} runs ({_now()}"
           + (f", SLURM job {now['job_id']}, restart {now.get('restarts', 0)}" if now else "") + ")",
           file=sys.stderr, flush=True)
-    again, longest, measured = False, 0.0, 0
+    again, longest = False, 0.0
     for index, (spec, output) in enumerate(pairs):
         where = {"id": pack_id, "index": index, "of": len(pairs)}
         lock_path = layout.record_lock(output)
@@ -218,7 +218,6 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
             try:
                 record = execute(spec, output, attempt=attempt, raise_on_failure=len(used) + 1 <= retries, extra=extra,
                                  on_start=lambda rec: _mark(lock_path, rec))
-                measured += 1
                 longest = max(longest, float(record.get("wall_time") or 0.0))
                 if record["status"] != "ok":
                     print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr)

@@ -108,16 +108,15 @@ def plan(order: Mapping[Run, Mapping[str, int]], classes: Mapping[Run, tuple[int
         groups: dict[tuple[str, str], list[Run]] = {}
         for run in sorted(todo[key], key=lambda r: order[r]["position"]):
             groups.setdefault(_group_key(run), []).append(run)
-        current: list[Run] = []
+        chunks: list[list[Run]] = [[]]
         for group in groups.values():
-            if current and len(current) + len(group) > size:
-                top[key] += 1
-                packs[pack_id(round_, p, t, top[key])] = Pack(pack_id(round_, p, t, top[key]), round_, p, t, tuple(current))
-                current = []
-            current += group
-        if current:
+            if chunks[-1] and len(chunks[-1]) + len(group) > size:
+                chunks.append([])
+            chunks[-1] += group
+        for chunk in chunks:
             top[key] += 1
-            packs[pack_id(round_, p, t, top[key])] = Pack(pack_id(round_, p, t, top[key]), round_, p, t, tuple(current))
+            pid = pack_id(round_, p, t, top[key])
+            packs[pid] = Pack(pid, round_, p, t, tuple(chunk))
     return dict(sorted(packs.items(), key=lambda kv: (kv[1].round, order[kv[1].runs[0]]["position"], kv[0])))
 
 

@@ -23,7 +23,8 @@ SIGKILL to a target drawn from the same RNG:
 A target that does not appear within 8 s (no pack running: Snakemake parsing, or post-processing) is
 replaced by Snakemake or the group (drawn too). A start whose Snakemake died ends; the next start goes
 on. Once ``--kills`` kills are done (or ``--budget`` s passed) the starts go on without kills until one
-exits 0 (a start that exits 0 earlier ends the run: the sweep is complete).
+exits 0 (a start that exits 0 earlier ends the run: the sweep is complete); then one more start, which
+should find nothing to do (settled: no record set aside, no pack run, no attempt archived).
 
 Then printed: the kills by target (and the runs in flight in the runners killed: a non-empty lock file
 ``.rep<k>.json.lock``, which pack_run keeps while a run is measured, whose flock that runner held, from
@@ -337,7 +338,15 @@ def run(args: argparse.Namespace, work: Path) -> int:
     settle = time.monotonic() + 30
     while any(processes(work, state).values()) and time.monotonic() < settle:
         time.sleep(0.2)
-    report(args, work, results, total, kills, starts, replaced)
+    # a complete sweep is settled: one more start measures nothing, sets nothing aside
+    archive_before = sum(1 for _ in (results / "archive").rglob("*.json"))
+    again = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    out = again.stdout + again.stderr
+    (work / "again.log").write_text(out)
+    again_said = {"rc": again.returncode, "nothing": "Nothing to be done" in out,
+                  "set_aside": [line for line in out.splitlines() if "moved under" in line or "run again" in line],
+                  "archived": sum(1 for _ in (results / "archive").rglob("*.json")) - archive_before}
+    report(args, work, results, total, kills, starts, replaced, again_said)
     return 0
 
 
@@ -374,7 +383,7 @@ def _kill(target: str, fallback: str, proc: subprocess.Popen, work: Path, state:
 
 
 def report(args, work: Path, results: Path, total: int, kills: list[dict], starts: list[dict],
-           replaced: list[str]) -> None:
+           replaced: list[str], again: dict) -> None:
     recs, att = records(results), archived(results)
     left = {k: v for k, v in processes(work, work / "state").items() if v}
     print(f"\n{len(starts)} starts ({sum(1 for s in starts if s['kills'])} with kills; exit codes "
@@ -458,12 +467,15 @@ def report(args, work: Path, results: Path, total: int, kills: list[dict], start
         for row in rows[:3]:
             said = {k: row[k] for k in ("region", "metric", "model", "formula", "r2", "adj_r2", "smape") if k in row}
             print(f"  {said}")
-    verdict = (len(kills) >= args.kills and not ok_twice and not replaced and not twice and not dropped
+    settled = again["rc"] == 0 and again["nothing"] and not again["set_aside"] and not again["archived"]
+    print(f"one more start without kills: exit {again['rc']}, nothing to be done: {'yes' if again['nothing'] else 'NO'}, "
+          f"{again['archived']} new archived attempts" + "".join(f"\n  {line}" for line in again["set_aside"]))
+    verdict = (settled and len(kills) >= args.kills and not ok_twice and not replaced and not twice and not dropped
                and not tmps and not locks
                and not left and models.exists() and len(recs) == total)
     print(f"{'PASS' if verdict else 'FAIL'}: {len(kills)} kills, {len(ok_twice) + len(replaced)} runs measured twice, "
           f"{len(dropped)} ok attempts dropped, {len(tmps) + len(locks)} leftover files, {len(lost)} lost attempts archived, {len(failed)} failed runs, "
-          f"models {'built' if models.exists() else 'NOT built'}")
+          f"models {'built' if models.exists() else 'NOT built'}, {'settled' if settled else 'NOT settled'}")
 
 
 if __name__ == "__main__":

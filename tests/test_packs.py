@@ -233,3 +233,67 @@ def test_a_pack_stops_before_its_time_limit_and_its_next_start_measures_the_rest
     assert all(r["status"] == "ok" and r["attempt"] == 1 for r in recs)
     assert [r["pack"]["index"] for r in recs] == [0, 1, 2] and recs[0]["time"] == pytest.approx(0.01)
     assert (tmp_path / "m.txt").read_text().split() == outputs
+
+
+def _archive(results):
+    return sorted((results / "archive").rglob("*.json"))
+
+
+def test_a_deleted_record_or_a_changed_launch_is_measured_again_not_counted_as_spent(tmp_path):
+    """retries 0: the archive's ok attempts, and attempts of another launch, spend nothing (found by
+    bench/chaos_packs.py's review: both came back as 'attempt 1 (the last) left no result')."""
+    from perfsweep.sweep import pack_run
+
+    path, outputs = _one_pack(tmp_path, [1, 2], sleep=0.0)
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    Path(outputs[0]).unlink()
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    rec = check_record(outputs[0])
+    assert rec["status"] == "ok" and rec["attempt"] == 2  # measured again: the user asked for it
+    # the launch changed (the app sleeps 0.01 s more): the workflow sets the records aside, the pack
+    # measures them again with the new command, its earlier attempts no attempt of this launch
+    data = json.loads(path.read_text())
+    for key, text in data["specs"].items():
+        spec = json.loads(text)
+        spec["command"][-1] = "0.01"
+        data["specs"][key] = json.dumps(spec, sort_keys=True)
+    path.write_text(json.dumps(data))
+    for out in outputs:
+        Path(out).unlink()
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    recs = [check_record(o) for o in outputs]
+    assert all(r["status"] == "ok" and r["launch"]["spec_command"][-1] == "0.01" for r in recs), recs
+
+
+def test_a_runner_killed_after_its_archive_copy_loses_nothing_and_the_next_start_settles(tmp_path):
+    """The runner archived an ok attempt and died before its record was in place (the lock file still
+    holds the attempt): the next start makes the archived attempt the record and measures nothing; a
+    runner that died before archiving (retries 0) leaves a failure record that every later start keeps."""
+    from perfsweep.sweep import pack_run
+    from perfsweep.sweep.spec import RunSpec
+
+    path, outputs = _one_pack(tmp_path, [1, 2], sleep=0.0)
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    results = tmp_path / "r"
+    ok = check_record(outputs[0])
+    Path(outputs[0]).unlink()
+    layout.record_lock(outputs[0]).write_text(json.dumps({k: v for k, v in ok.items() if k != "status"}))
+    before = _archive(results)
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    assert check_record(outputs[0]) == ok and _archive(results) == before  # restored, nothing measured
+    assert layout.record_lock(outputs[0]).read_text() == ""
+    # killed before the archive copy: a lost attempt, which with retries 0 is the run's last
+    second = check_record(outputs[1])
+    Path(outputs[1]).unlink()
+    started = {k: v for k, v in second.items() if k not in ("status", "time", "error", "finished_at")}
+    started.update(attempt=2, started_at="2026-11-29T00:00:00.000+00:00")
+    layout.record_lock(outputs[1]).write_text(json.dumps(started))
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0
+    failed = check_record(outputs[1])
+    assert failed["status"] == "failed" and failed["attempts_spent"] and "lost" not in failed
+    assert "its runner ended without a record" in failed["error"]
+    spec = RunSpec.from_json(json.loads(path.read_text())["specs"]["s1"], 30.0, 0)
+    assert spec.launched(failed)  # kept by the workflow: not set aside and made again
+    archived = _archive(results)
+    assert pack_run.run_pack(str(path), 30.0, 0, None) == 0  # settled: nothing more
+    assert _archive(results) == archived and check_record(outputs[1]) == failed

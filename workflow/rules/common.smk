@@ -264,7 +264,7 @@ def get_pack_text(pid):
                                 outputs)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=None)  # a configuration comes back once a round, all others between
 def _pack_spec(study, config_id):
     return RunSpec.build(SWEEP, CONFIGS[(study, config_id)], 0)
 

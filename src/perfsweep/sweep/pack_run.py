@@ -9,13 +9,16 @@ run``. Each start measures only what is left:
 
 - a run with a valid record is done and skipped;
 - a run's attempts are its own, counted from the archive (perfsweep.layout.archive_name), not the pack
-  job's: a run the pack never started spent none, and gets no failure record;
+  job's: a run the pack never started spent none, and gets no failure record; what counts (:func:`counted`)
+  are its attempts of this launch that did not succeed (a record deleted, or set aside after a changed
+  launch, is measured again);
 - while a run is measured its lock file (perfsweep.layout.record_lock) holds the attempt as it started;
   a start that finds it there (the runner was killed with its node, or SIGKILLed) archives that attempt
   as ``killed`` and ``lost``, with what the scheduler says ended it (``scheduler``: NODE_FAIL, a
   requeue, ...); an attempt the scheduler cut short for reasons outside the run (its node lost, its job
   requeued or preempted: :data:`NOT_THE_RUNS`) spends none of the run's attempts, every other one does
   (a runner SIGKILLed outside SLURM: the OOM killer, as perfsweep.sweep.ended rules for single runs);
+  a runner that died after it archived the attempt left nothing lost: an ok attempt becomes the record;
 - a run whose attempts are spent (retries + 1) without a record gets its failure record from its last
   archived attempt;
 - inside SLURM a run is not started when the job has less time left than the pack's longest run so far
@@ -162,13 +165,30 @@ def archive_lost(spec: RunSpec, started: dict[str, Any], now: dict[str, Any]) ->
     return record
 
 
-def final_record(spec: RunSpec, attempts: list[dict[str, Any]], pack: dict[str, Any]) -> dict[str, Any]:
-    """The failure record of a run whose every attempt was cut short (the last one's story)."""
-    last = attempts[-1]
-    return {**last, "status": "failed", "time": None, "returncode": None, "pack": pack,
+def final_record(spec: RunSpec, used: list[dict[str, Any]], pack: dict[str, Any]) -> dict[str, Any]:
+    """The record of a run whose attempts are spent: its last attempt if that failed or timed out (what
+    the runner would have written), else (it was killed, or lost) a failure record with its story,
+    marked ``attempts_spent`` so that it is no attempt itself."""
+    last = used[-1]
+    if last.get("status") in ("failed", "timeout"):
+        return last
+    record = {k: v for k, v in last.items() if k not in ("lost", "recorded_by")}
+    return {**record, "status": "failed", "time": None, "returncode": None, "pack": pack, "attempts_spent": True,
             "error": f"attempt {last.get('attempt')} (the last) left no result: {last.get('error')}",
             "recorded_by": f"its pack's start on {socket.gethostname()} ({_now()}), its attempts spent",
             "perfsweep_version": __version__}
+
+
+def counted(spec: RunSpec, attempts: list[dict[str, Any]], now: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attempts that spent one of the run's retries + 1: of this launch (RunSpec.launched: the same
+    command, output read the same way, no timeout under a shorter timeout), not ok, not a failure record
+    made when the attempts were spent, and :func:`spent`."""
+    return [a for a in attempts if a.get("status") != "ok" and not a.get("attempts_spent")
+            and spec.launched(a, attempts=False) and spent(a, now)]
+
+
+def _same_attempt(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("attempt") == b.get("attempt") and a.get("started_at") == b.get("started_at")
 
 
 def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> int:
@@ -187,20 +207,31 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         fd = hold_lock(lock_path, wait=True)
         try:
-            if _finished_elsewhere(output):  # a valid record: measured
-                continue
             started = _started(lock_path)
-            if started is not None:
-                lost = archive_lost(spec, started, now)
-                _mark(lock_path, None)
-                print(f"perfsweep: {spec.run_id}: {lost['error']}; archived", file=sys.stderr, flush=True)
+            if _finished_elsewhere(output):  # a valid record: measured (its runner may have died right after)
+                if started is not None:
+                    _mark(lock_path, None)
+                continue
             attempts = archived_attempts(spec)
-            used = [a for a in attempts if spent(a, now)]
+            if started is not None:  # a runner died while it measured the run
+                copy = next((a for a in attempts if _same_attempt(a, started)), None)
+                if copy is None:  # before it archived the attempt: lost
+                    attempts.append(archive_lost(spec, started, now))
+                    print(f"perfsweep: {spec.run_id}: {attempts[-1]['error']}; archived", file=sys.stderr, flush=True)
+                elif copy.get("status") == "ok":  # after its archive copy, before its record: nothing lost
+                    write_json_atomic(output, copy)
+                    _mark(lock_path, None)
+                    print(f"perfsweep: {spec.run_id}: its runner died after archiving it; record restored from the "
+                          "archive", file=sys.stderr, flush=True)
+                    continue
+                _mark(lock_path, None)
+            used = counted(spec, attempts, now)
             if len(used) >= retries + 1:
                 record = final_record(spec, used, where)
-                archive_copy(spec.archive_dir, spec.repetition, len(attempts) + 1, record)
+                if record.get("attempts_spent"):
+                    archive_copy(spec.archive_dir, spec.repetition, len(attempts) + 1, record)
                 write_json_atomic(output, record)
-                print(f"perfsweep: {spec.run_id}: failed: {record['error']}", file=sys.stderr, flush=True)
+                print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr, flush=True)
                 continue
             left = scheduler.time_left() if now else None
             if left is not None and left < 1.5 * longest + MARGIN:
@@ -211,7 +242,8 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
                 break
             attempt = len(attempts) + 1  # its number; len(used) + 1 of the retries + 1 it may spend
             extra = {"pack": where, **({"scheduler": now} if now else {})}
-            cut = [a for a in attempts if not spent(a, now) and (a.get("scheduler") or a.get("slurm"))]
+            cut = [a for a in attempts if a.get("status") == "killed" and not spent(a, now)
+                   and (a.get("scheduler") or a.get("slurm"))]
             if cut:  # cut short by the scheduler, measured again: the record says by what
                 extra["cut_short"] = [{"attempt": a.get("attempt"), "state": (a.get("scheduler") or {}).get("state"),
                                        "job_id": (a.get("scheduler") or {}).get("job_id")} for a in cut]

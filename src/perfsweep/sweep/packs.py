@@ -9,10 +9,10 @@ configuration's k repetitions are in k rounds, so in k packs: one allocation's n
 all of them.
 
 Packs depend only on the config and its seed: the same config plans the same packs. The main Snakemake
-process keeps the assignment in ``<results>/plan/packs.json`` (:func:`write_plan`), so that runs added
+process keeps the assignment in ``<results>/packs/plan.json`` (:func:`write_plan`), so that runs added
 later (more repetitions, an adaptive round's points) form new packs and leave the others as they were;
 runs no longer in the sweep leave their pack. Each pack's runs (their specs and records) are written to
-``<results>/plan/packs/<pack>.json``, which the pack job's runner reads (``python -m perfsweep.runner
+``<results>/packs/<pack>.json``, which the pack job's runner reads (``python -m perfsweep.runner
 --pack FILE``: perfsweep.sweep.pack_run).
 
     packs = plan(order, classes, size=100)      # {pack id: Pack}
@@ -210,7 +210,7 @@ def digest(text: str) -> str:
 
 
 def write_plan(results: str | Path, packs: Mapping[str, Pack], files: Mapping[str, str]) -> None:
-    """The assignment to ``<results>/plan/packs.json`` and each pack's file (``files``: pack id -> its
+    """The assignment to ``<results>/packs/plan.json`` and each pack's file (``files``: pack id -> its
     :func:`pack_file_text`), atomically and only where they changed (nothing reruns)."""
     plan_text = json.dumps({"packs": {pid: [_run_text(r) for r in p.runs] for pid, p in packs.items()}},
                            separators=(",", ":")) + "\n"

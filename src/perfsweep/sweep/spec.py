@@ -68,7 +68,7 @@ class RunSpec:
     def run_id(self) -> str:
         return f"{self.study}/{self.config_id}/rep{self.repetition}"
 
-    def launched(self, record: dict[str, Any]) -> bool:
+    def launched(self, record: dict[str, Any], attempts: bool = True) -> bool:
         """Whether a run record's launch (``launch``, as :func:`execute` records it) is the one this spec
         makes: its command as the spec gives it (``spec_command``: where the Python and mpiexec live is no
         part of it; a record made before it: its ``command``, the spec's resolved wherever), or inside a
@@ -76,7 +76,8 @@ class RunSpec:
         aside; its output read as this spec reads it (:data:`READ_WITH`); not a timeout under a shorter
         timeout than this spec's (``launch.timeout``; records made before it was recorded: their wall
         time); and not a failure with fewer attempts than this spec's retries allow (its last ``attempt``
-        < retries + 1)."""
+        < retries + 1; ``attempts=False`` leaves that out: an archived attempt of the launch, which a
+        pack counts among the run's attempts, perfsweep.sweep.pack_run)."""
         launch = record.get("launch") or {}
         command = launch.get("spec_command", launch.get("command"))
         if not isinstance(command, list):
@@ -87,7 +88,7 @@ class RunSpec:
             limit = launch.get("timeout", record.get("wall_time"))
             if isinstance(limit, (int, float)) and limit < self.timeout:
                 return False
-        if record.get("status") in ("failed", "timeout") and isinstance(record.get("attempt"), int):
+        if attempts and record.get("status") in ("failed", "timeout") and isinstance(record.get("attempt"), int):
             if record["attempt"] < self.retries + 1:
                 return False
         if self.report_path == "{report}" and command[-2:-1] == ["--report"]:

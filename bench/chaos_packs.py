@@ -42,7 +42,6 @@ The kills are seeded, their effect is not: they land where the host's timing put
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
@@ -56,6 +55,7 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+from tee import Tee  # bench/tee.py
 
 REPO = Path(__file__).resolve().parents[1]
 PERFSWEEP = str(Path(sys.executable).with_name("perfsweep"))
@@ -64,22 +64,6 @@ FAULTY = {3, 5, 7, 11, 13, 17, 19, 29, 31}  # fault_app's docstring: the n it mi
 TARGETS = ("runner", "app", "group", "snakemake")
 STUDY = "faults"
 MODELS = f"results/models/{STUDY}/models.csv"
-
-
-class Tee(io.TextIOBase):
-    """stdout, and a copy in a file."""
-
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, s):
-        for f in self.streams:
-            f.write(s)
-        return len(s)
-
-    def flush(self):
-        for f in self.streams:
-            f.flush()
 
 
 def git(*args: str) -> str:

@@ -60,6 +60,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_scale import PERFSWEEP, ROOT, base_models, git, measured_commit, timed  # noqa: E402
+from tee import Tee  # noqa: E402 (bench/tee.py)
 
 STUDY = "T_n_p"
 TARGETS = {"add": 2.0, "record": 2.0, "trend": 10.0, "ratio": 1.5}
@@ -67,22 +68,6 @@ STEP = 1.2  # from sweep 0.7 --sweeps on (700 of 1,000) every tenth call path is
 # on (850) two call paths (k % 50 == 1) grow like n^2
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MACHINE = {"cpu_model": "Synthetic CPU @ 2.0GHz", "cores": 2, "memory": 24 * 2 ** 30, "kernel": "6.1.0-bench"}
-
-
-class Tee(io.TextIOBase):
-    """stdout, and a copy in a file."""
-
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, s):
-        for f in self.streams:
-            f.write(s)
-        return len(s)
-
-    def flush(self):
-        for f in self.streams:
-            f.flush()
 
 
 def stamp(t: datetime) -> str:

@@ -38,7 +38,6 @@ import argparse
 import io
 import os
 import pstats
-import resource
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,7 @@ import time
 from pathlib import Path
 
 import yaml
+from tee import Tee  # bench/tee.py
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -66,22 +66,6 @@ rule run:
     threads: lambda wildcards: int(wildcards.p)
     shell: "touch {output}"
 '''
-
-
-class Tee(io.TextIOBase):
-    """stdout, and a copy in a file."""
-
-    def __init__(self, *streams):
-        self.streams = streams
-
-    def write(self, s):
-        for f in self.streams:
-            f.write(s)
-        return len(s)
-
-    def flush(self):
-        for f in self.streams:
-            f.flush()
 
 
 def grid(values: int) -> dict[str, list]:

@@ -21,6 +21,7 @@ from perfsweep.sweep.order import run_order
 from perfsweep.sweep.pack_run import spent
 from perfsweep.sweep.record import check_record
 from sweeps.tiny import fault_config
+from test_faults import archived
 
 PERFSWEEP = Path(sys.executable).with_name("perfsweep")
 
@@ -105,14 +106,6 @@ def _records(results):
     return {p.relative_to(results / "runs").as_posix(): check_record(p) for p in (results / "runs").rglob("rep*.json")}
 
 
-def _archived(results):
-    out = {}
-    for path in (results / "archive").rglob("*.json"):
-        rec = json.loads(path.read_text())
-        out.setdefault(rec["run_id"], []).append(rec)
-    return out
-
-
 @pytest.mark.slow
 def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_path):
     """Its own sweep (the shape is the test): fault_app over 6 n x k = 2 (n = 19 fails its first call),
@@ -160,7 +153,7 @@ def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_p
             study, config_id, rep = run.rsplit("/", 2)
             r = recs[f"{study}/{config_id}/{rep}.json"]
             assert r["pack"] == {"id": pid, "index": index, "of": len(members)}
-    att = _archived(results)
+    att = archived(results)
     lost = [a for runs in att.values() for a in runs if a.get("lost")]
     assert len(lost) == 1 and lost[0]["pack"]["id"] == killed, lost
     assert "its runner ended without a record" in lost[0]["error"]
@@ -182,7 +175,7 @@ def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_p
     assert {k: v for k, v in after.items() if k in manifests} == manifests  # the old packs did not run
     assert sorted(set(after) - set(manifests)) and all(k.startswith("r2-") for k in set(after) - set(manifests))
     assert len(_records(results)) == 18
-    att2 = _archived(results)
+    att2 = archived(results)
     assert all(len(att2[run_id]) == len(attempts) for run_id, attempts in att.items())  # none measured again
 
 

@@ -42,11 +42,11 @@ print("123" if "--parsable" in args else "Submitted batch job 123")
 class Fake:
     """A fake sbatch in its own directory: refuses the first `fails` calls with `message` and `code`."""
 
-    def __init__(self, tmp_path, fails=0, message=TIMEOUT, code=1):
+    def __init__(self, tmp_path, fails=0, message=TIMEOUT, code=1, tool="sbatch"):
         self.dir = tmp_path / "slurm-bin"
         self.dir.mkdir()
-        self.log = tmp_path / "sbatch.log"
-        exe = self.dir / "sbatch"
+        self.log = tmp_path / f"{tool}.log"
+        exe = self.dir / tool
         exe.write_text(FAKE.format(python=sys.executable, log=str(self.log), fails=fails, message=message, code=code))
         exe.chmod(0o755)
 
@@ -111,6 +111,33 @@ def test_each_kind_of_transient_refusal_is_retried(tmp_path, message):
     assert proc.returncode == 0 and proc.stdout == b"Submitted batch job 123\n", proc.stderr
     assert len(fake.calls()) == 2
     assert "submission failed" not in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("tool, query, other", [
+    ("squeue", ["--format=%i|%T", "--states=all", "--noheader", "--name", "a-uuid"], ["-h", "-j", "5", "-o", "%L"]),
+    ("scontrol", ["show", "config"], ["show", "job", "-o", "5"]),
+])
+def test_the_plugins_status_queries_are_tried_again_and_any_other_call_goes_straight_through(tmp_path, tool, query,
+                                                                                             other):
+    """Plugin 2.8 forgets the jobs it polls when every status query of a poll failed, and then waits for
+    them for good (a slurmctld restart during a poll did it on the local cluster). So its queries, `squeue
+    ... --name RUN` and `scontrol show config` (MinJobAge), are tried again while the controller is out of
+    reach. Any other squeue or scontrol call (the runner's, inside every job) runs the real one at once,
+    without a Python (PERFSWEEP_SBATCH_PYTHON=/bin/false would fail it) and untried again."""
+    down = f"{tool}: error: slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
+    fake = Fake(tmp_path, fails=2, message=down, tool=tool)
+    env = fake.env(shim_dir(), PERFSWEEP_SBATCH_PYTHON=sys.executable)
+    proc = subprocess.run([tool, *query], env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert proc.returncode == 0 and proc.stdout == b"Submitted batch job 123\n", proc.stderr
+    assert [c["argv"] for c in fake.calls()] == [query] * 3
+    tries = re.findall(rf"^perfsweep: {tool} refused \(.*Unable to contact slurm controller \(connect failure\)\); "
+                       rf"try (\d) until \d+ s in [0-9.e-]+ s$", proc.stderr.decode(), re.M)
+    assert tries == ["2", "3"], proc.stderr
+    fake.log.unlink()  # refused once more
+    proc = subprocess.run([tool, *other], env={**env, PYTHON_ENV: "/bin/false"}, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (1, b"", down)
+    assert [c["argv"] for c in fake.calls()] == [other]
 
 
 def test_a_permanent_refusal_runs_sbatch_once_and_passes_it_through(tmp_path):

@@ -14,9 +14,7 @@ fast_faults for this module (a lost node's job runs again about 15 s after the l
 and is put back as the session's other SLURM tests found it afterwards. The sweeps: fault_app
 (tests/apps) sleeping 0.5 s a run, 8 runs in 2 packs of 4 (one on each node), retries 0: an attempt the
 scheduler cut short for reasons outside the run (node loss, requeue) must not spend the run's only
-attempt. The second pack also keeps the sweep's Snakemake polling: the plugin polls a sweep whose jobs
-all run less and less often (10 s more after each poll that finds none ended), and a pack's end brings
-its polls back to every 2 s."""
+attempt. Snakemake polls SLURM at most 3 s apart here (tests/sweeps/snakemake_polled.py)."""
 
 import json
 import re
@@ -28,8 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, REPO
-from sweeps.slurm import PROFILE
+from sweeps.slurm import snakemake_slurm
 from sweeps.tiny import fault_config
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -61,8 +58,7 @@ def start_sweep(work, ns=FOUR, **config):
 
     (work / "c.yaml").write_text(yaml.safe_dump(cfg))
     out = open(work / "snakemake.out", "w")
-    return subprocess.Popen([str(BIN / "snakemake"), TARGET, "--snakefile", str(REPO / "Snakefile"), "--profile",
-                             str(PROFILE), "--configfile", "c.yaml"], cwd=work, stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(snakemake_slurm([TARGET]), cwd=work, stdout=out, stderr=subprocess.STDOUT)
 
 
 def finish(work, proc, timeout=240):

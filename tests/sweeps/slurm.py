@@ -37,6 +37,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -137,10 +138,14 @@ class ClusterSweep(Sweep):
                 for p in (self.results / "runs").rglob("*.json")}
 
 
+POLLED = Path(__file__).with_name("snakemake_polled.py")
+
+
 def snakemake_slurm(targets, *extra):
     """The Snakemake command of a sweep in its work directory (targets first: --configfile takes every
-    following word as another config file)."""
-    return [str(BIN / "snakemake"), *targets, *extra, "--snakefile", str(REPO / "Snakefile"),
+    following word as another config file): Snakemake with its SLURM status polls at most 3 s apart
+    (tests/sweeps/snakemake_polled.py says why)."""
+    return [str(BIN / "python"), str(POLLED), *targets, *extra, "--snakefile", str(REPO / "Snakefile"),
             "--profile", str(PROFILE), "--configfile", "c.yaml"]
 
 

@@ -147,8 +147,15 @@ def wait_before(retry: int, first: float, rng: random.Random | None = None) -> f
     return full * (rng or random).uniform(0.5, 1.0)
 
 
-TOOLS = ("sbatch", "sinfo")  # the shims in bin/: the plugin runs `sinfo -o %P` before an sbatch without a partition
+# the shims in bin/: the plugin runs `sinfo -o %P` before an sbatch without a partition, and polls its jobs'
+# states with `squeue ... --name RUN` after `scontrol show config` (MinJobAge); bin/sbatch passes any other
+# squeue or scontrol call straight to the real one
+TOOLS = ("sbatch", "sinfo", "squeue", "scontrol")
 TOOL_ENV = "PERFSWEEP_SHIM_TOOL"  # which of them the shim was called as (bin/sbatch sets it)
+# (most seconds, first wait) of the status queries' retries, under the plugin's own timeouts of the calls
+# (60 s for squeue, 10 s for scontrol): past those it counts the call as failed, and when every status query
+# of a poll failed (5 by default), plugin 2.8 forgets the jobs it was polling and waits for them forever
+QUERIES = {"squeue": (45.0, 0.5), "scontrol": (8.0, 0.5)}
 
 
 def find_sbatch(path: str | None = None, tool: str = "sbatch") -> str | None:
@@ -173,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         return 127
     tries = max(1, int(_setting(TRIES_ENV, DEFAULT_TRIES)))
     first, deadline = max(0.0, _setting(BACKOFF_ENV, DEFAULT_BACKOFF)), _setting(DEADLINE_ENV, DEFAULT_DEADLINE)
+    if tool in QUERIES:
+        most, first = QUERIES[tool]
+        deadline, tries = min(deadline, most), 1 << 16  # until the deadline
     stdin = _stdin(args)
     start = time.monotonic()
     for attempt in range(1, tries + 1):
@@ -186,11 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - start + wait > deadline:
             break
         refused = _first_line(err, proc.returncode)
-        _say(f"perfsweep: {tool} refused ({refused}); try {attempt + 1} of {tries} in {wait:.2g} s")
+        of = f"until {deadline:g} s" if tool in QUERIES else f"of {tries}"
+        _say(f"perfsweep: {tool} refused ({refused}); try {attempt + 1} {of} in {wait:.2g} s")
         time.sleep(wait)
     code = _pass_through(proc)
-    _say(f"perfsweep: {tool} refused {attempt} times in {time.monotonic() - start:.0f} s "
-         f"({TRIES_ENV}={tries}, {DEADLINE_ENV}={deadline:g}); giving up")
+    limits = f"{deadline:g} s for {tool}" if tool in QUERIES else f"{TRIES_ENV}={tries}, {DEADLINE_ENV}={deadline:g}"
+    _say(f"perfsweep: {tool} refused {attempt} times in {time.monotonic() - start:.0f} s ({limits}); giving up")
     return code
 
 

@@ -23,9 +23,9 @@ TIMEOUT = ("sbatch: error: slurm_receive_msg: Socket timed out on send/recv oper
 FAST = {"PERFSWEEP_SBATCH_BACKOFF": "0.01", "PERFSWEEP_SBATCH_DEADLINE": "60"}
 FAKE = '''#!{python}
 import json, os, sys
-log, fails, message, code = {log!r}, {fails!r}, {message!r}, {code!r}
+log, fails, message, code, reads = {log!r}, {fails!r}, {message!r}, {code!r}, {reads!r}
 args = sys.argv[1:]
-stdin = None if any(a.startswith("--wrap") for a in args) else (
+stdin = None if not reads or any(a.startswith("--wrap") for a in args) else (
     open(args[-1], "rb").read() if args and args[-1].startswith("/dev/") else sys.stdin.buffer.read())
 with open(log, "a") as f:
     f.write(json.dumps({{"argv": args, "stdin": None if stdin is None else stdin.decode()}}) + "\\n")
@@ -47,7 +47,8 @@ class Fake:
         self.dir.mkdir()
         self.log = tmp_path / f"{tool}.log"
         exe = self.dir / tool
-        exe.write_text(FAKE.format(python=sys.executable, log=str(self.log), fails=fails, message=message, code=code))
+        exe.write_text(FAKE.format(python=sys.executable, log=str(self.log), fails=fails, message=message, code=code,
+                                   reads=tool == "sbatch"))  # (squeue and scontrol read no stdin)
         exe.chmod(0o755)
 
     def calls(self):
@@ -123,11 +124,16 @@ def test_the_plugins_status_queries_are_tried_again_and_any_other_call_goes_stra
     them for good (a slurmctld restart during a poll did it on the local cluster). So its queries, `squeue
     ... --name RUN` and `scontrol show config` (MinJobAge), are tried again while the controller is out of
     reach. Any other squeue or scontrol call (the runner's, inside every job) runs the real one at once,
-    without a Python (PERFSWEEP_SBATCH_PYTHON=/bin/false would fail it) and untried again."""
+    without a Python (PERFSWEEP_SBATCH_PYTHON=/bin/false would fail it) and untried again. Neither reads
+    stdin: every Snakemake start asks `scontrol show config` (the plugin's settings), and inside a job its
+    stdin is a pipe the jobstep plugin never closes (a shim that read it waited out the plugin's 10 s)."""
     down = f"{tool}: error: slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"
     fake = Fake(tmp_path, fails=2, message=down, tool=tool)
     env = fake.env(shim_dir(), PERFSWEEP_SBATCH_PYTHON=sys.executable)
-    proc = subprocess.run([tool, *query], env=env, capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+    with subprocess.Popen([tool, *query], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as call:  # stdin open, never written nor closed
+        call.wait(timeout=20)
+        proc = subprocess.CompletedProcess(call.args, call.returncode, call.stdout.read(), call.stderr.read())
     assert proc.returncode == 0 and proc.stdout == b"Submitted batch job 123\n", proc.stderr
     assert [c["argv"] for c in fake.calls()] == [query] * 3
     tries = re.findall(rf"^perfsweep: {tool} refused \(.*Unable to contact slurm controller \(connect failure\)\); "

@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if tool in QUERIES:
         most, first = QUERIES[tool]
         deadline, tries = min(deadline, most), 1 << 16  # until the deadline
-    stdin = _stdin(args)
+    stdin = _stdin(args) if tool == "sbatch" else _INHERIT  # only sbatch reads stdin (its script), to feed again
     start = time.monotonic()
     for attempt in range(1, tries + 1):
         proc = _run([real, *args], stdin)

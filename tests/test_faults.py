@@ -152,7 +152,7 @@ INTERRUPTIONS = [("process group", signal.SIGKILL), ("snakemake alone", signal.S
 
 
 def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path):
-    """One sweep (12 runs of ~0.5 s), started 6 times with the same command: each of the first 5 starts
+    """One sweep (12 runs of ~0.25 s), started 6 times with the same command: each of the first 5 starts
     is interrupted in a different way (INTERRUPTIONS) once it has measured a run more, the 6th completes.
     Each start after an interruption is that interruption's "same command again": it starts without
     --unlock or --rerun-incomplete (after a SIGKILL it names and removes the stale lock), keeps every
@@ -163,7 +163,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     state.mkdir()
     results = tmp_path / "results"
     cfg = tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2, 4, 6], k=3, sleep=0.5)  # 12 runs of ~0.6 s, one at a time
+    write_config(cfg, results, state, ns=[1, 2, 4, 6], k=3, sleep=0.25)  # 12 runs of ~0.35 s, one at a time
     # up to the study's tables (the figures and models after them add time, not cases)
     target = f"{results}/tables/faults/runs.csv"
     snapshots = []

@@ -66,7 +66,7 @@ def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata
     cfg, results, copy = sweep.config_file, sweep.results, sweep.work / "copy"
     shutil.copytree(results, copy, symlinks=True)  # cp -a
     write_config(cfg, "copy", app=APP.replace("0.01", "0.02"))  # the app changed
-    targets = ("runs", "copy/tables/nm/medians.csv")
+    targets = ("runs",)  # every record (rule runs): no table is read here
     dry = snakemake("-n", *targets, "--cores", "2", "--configfile", cfg, cwd=sweep.work)
     assert (f"perfsweep: study nm: 8 record(s) {OTHER_LAUNCH} would be set aside under results/superseded/ and "
             "measured again") in dry.stderr
@@ -86,13 +86,14 @@ def test_a_raised_timeout_or_retries_measure_again_only_the_runs_they_concern(tm
     ``slow`` n = 2 sleeps past the timeout of 1 s, in ``flaky`` n = 2 fails until a file exists. Raising
     the timeout measures again only the runs that timed out (not the failed ones); raising retries only
     the runs that failed (their records set aside), not the whole sweep; lowering both measures nothing.
-    (One sweep for both keys: each step shows also that the other key's runs were left alone.)"""
+    (One sweep for both keys: each step shows also that the other key's runs were left alone. Runs not
+    exclusive: two at a time on the 2 cores, so the slow runs wait out the timeout or sleep side by side.)"""
     cfg, results = tmp_path / "c.yaml", tmp_path / "results"
     slow = "import sys, time; n = float(sys.argv[1]); time.sleep(1.5 if n > 1 else 0.01); print('ok')"
     flaky = "import os, sys; sys.exit(3 if sys.argv[1] == '2' and not os.path.exists('over') else 0)"
 
     def write(timeout, retries):
-        sweep = nm_config(k=1, timeout=timeout, retries=retries)
+        sweep = {**nm_config(k=1, timeout=timeout, retries=retries), "exclusive": False}
         sweep["studies"] = {name: {"app": nm_config(app=code)["app"], "parameters": {"n": 1, "m": 1},
                                    "vary": {"n": [1, 2], "m": [1, 2]}}
                             for name, code in (("slow", slow), ("flaky", flaky))}

@@ -64,10 +64,11 @@ def test_tightening_the_target_or_raising_max_runs_only_the_missing_repetitions(
     """One sweep, four `perfsweep run`s: a loose target that both configurations meet; a tightened one (with
     the HTML report, the rounds and the whole workflow's start as they come); the same again (nothing);
     a raised max. Each measures only the repetitions that are missing. The whole workflow is asked for up
-    to the variability table, but in the start with the report (the figures add time, not cases)."""
+    to the variability table, but in the start with the report (the figures add time, not cases), and in
+    the first, which is asked for the records only (rule runs: no table of it is read)."""
     results = tmp_path / "results"
     table = f"{results}/tables/s/variability.csv"
-    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}), table)
+    new, _ = perfsweep_run(tmp_path, config(results, {"min": 2, "max": 6, "until": {"cv": 0.2}}), "runs")
     assert measured(new) == [("n=1", 0), ("n=1", 1), ("n=2", 0), ("n=2", 1)]  # CV 0 and 0.12: both met
 
     # a tightened target: the steady n=1 meets it, n=2 (CV about 0.1) gets a batch of min more (round 2), up
@@ -123,7 +124,7 @@ def test_points_an_adaptive_design_adds_get_adaptive_repetitions_too(tmp_path):
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     plan = subprocess.run([str(BIN / "perfsweep"), "plan", "c.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert "5 runs (0 measured, up to 14 with its rounds and adaptive repetitions)" in plan.stdout, plan.stdout
-    new, _ = perfsweep_run(tmp_path, cfg, f"{tmp_path}/results/tables/s/runs.csv")  # (no models, figures: no case)
+    new, _ = perfsweep_run(tmp_path, cfg, "runs")  # the records only (no table, model or figure is read)
     points = json.loads((tmp_path / "results" / "plan" / "s" / "points.json").read_text())["points"]
     assert len(points) == 2  # the design's round added two points to the 5 of the lines ...
     per_config = pd.Series([cid for cid, _, _ in new]).value_counts()

@@ -95,7 +95,7 @@ def medians(study):
 LAST = "paired"
 SWEEPS = {
     "lastattempt": ({**LONG, "repetitions": 1, "retries": 0,
-                     "studies": {"lastattempt": {"vary": {"c": [1.5, 2.0, 2.5, 6.0]}}}},
+                     "studies": {"lastattempt": {"vary": {"c": [1.5, 2.5, 6.0]}}}},
                     [medians("lastattempt"), "results/models/lastattempt/models.csv"], ("lastattempt", "c=6")),
     "retried": ({**LONG, "repetitions": 1, "retries": 1, "studies": {"retried": {"vary": {"c": [1.5, 6.0]}}}},
                 [medians("retried")], ("retried", "c=6")),
@@ -114,9 +114,9 @@ SWEEPS = {
     "packed": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
                 "bundle": "packs", "pack": {"runs": 4, "seconds_per_run": 1}, "variants": {"a": {}, "b": {}},
                 "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np@a"), medians("np@b")], None),
-    # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 6 jobs
+    # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 4 jobs
     "paired": ({**LJMD, "repetitions": 1, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
-                "studies": {"s": {"vary": {"n": [100, 150, 200]}}}},
+                "studies": {"s": {"vary": {"n": [100, 200]}}}},
                ["results/models/s@before/models.json", "results/models/s@after/models.json"], None),
 }
 

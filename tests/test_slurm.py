@@ -222,7 +222,7 @@ def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(slurm_swee
     name their variant; the sweep then models both and perfsweep compare judges the pairs."""
     sweep = slurm_sweeps["paired"]
     recs = list(finished(sweep).values())
-    assert len(recs) == 2 * 2 and all(r["status"] == "ok" for r in recs)
+    assert len(recs) == 2 * 3 and all(r["status"] == "ok" for r in recs)
     assert {r["variant"] for r in recs} == {"before", "after"} and all(r["study"] == f"s@{r['variant']}" for r in recs)
     by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
     for first, second in zip(by_place[::2], by_place[1::2]):  # each pair: one configuration's two variants

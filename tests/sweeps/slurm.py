@@ -114,9 +114,10 @@ SWEEPS = {
     "packed": ({"app": {"name": "ljmd", "args": {"steps": 40}}, "parameters": LJMD["parameters"], "repetitions": 2,
                 "bundle": "packs", "pack": {"runs": 4, "seconds_per_run": 1}, "variants": {"a": {}, "b": {}},
                 "studies": {"np": {"vary": {"p": [1, 2]}}}}, [medians("np@a"), medians("np@b")], None),
-    # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 4 jobs
+    # one repetition: the pairs are what its test reads (each configuration's variants adjacent), 6 jobs
+    # (3 configurations: with 2 the models are none, and compare has nothing to judge)
     "paired": ({**LJMD, "repetitions": 1, "variants": {"before": {}, "after": {"args": {"steps": 5}}},
-                "studies": {"s": {"vary": {"n": [100, 200]}}}},
+                "studies": {"s": {"vary": {"n": [100, 150, 200]}}}},
                ["results/models/s@before/models.json", "results/models/s@after/models.json"], None),
 }
 

@@ -15,6 +15,15 @@ unchanged. On a transient refusal it waits and tries again, printing one line to
 When it gives up it prints sbatch's last stdout and stderr, then a line that says so, and exits with
 sbatch's last exit code.
 
+The same shim stands for ``sinfo`` (the plugin asks it for the default partition before an sbatch
+without one) and for the plugin's status queries, ``squeue ... --name RUN`` and ``scontrol show config``
+(MinJobAge, which every Snakemake start asks). Plugin 2.8 forgets the jobs it polls when every status
+query of a poll failed, and then waits for them for good; so these are tried again while the controller
+is out of reach, for at most 45 s and 8 s (:data:`QUERIES`), under the plugin's own timeouts of 60 s and
+10 s. Any other squeue or scontrol call (the runner's, in every job) goes from ``bin/sbatch`` straight
+to the real tool, without a Python. Only sbatch's stdin is read (its script): the others' stdin may be a
+pipe nobody closes (the jobstep plugin's, inside a job).
+
 Usage::
 
     install_on_path()   # in the Snakemake process before the executor submits: PATH and PERFSWEEP_SBATCH_PYTHON

@@ -205,23 +205,28 @@ def _one_pack(tmp_path, ns, sleep):
 
 
 def test_a_pack_stops_before_its_time_limit_and_its_next_start_measures_the_rest(tmp_path, monkeypatch):
-    """In-process, with the scheduler's answers given (a job with 20 s left, then one with an hour): the
+    """In-process, with the scheduler's answers given (a job with 10 s left, then one with an hour): the
     pack measures its first run, finds too little time for the next (1.5 x its longest run + 10 s) and
-    stops with exit code 1 and no attempt spent on the others; its next start measures only those."""
+    stops with exit code 1 and no attempt spent on the others; its next start measures only those. The
+    stop rests on a second answer (the first, counted down, said the next run would not fit); with an
+    hour left the pack asks once for its two runs."""
     from perfsweep.cluster import scheduler
     from perfsweep.sweep import pack_run
 
     path, outputs = _one_pack(tmp_path, [1, 2, 4], sleep=0.0)
     monkeypatch.setattr(scheduler, "story", lambda job_id=None, env=None: {"job_id": "7", "restarts": 0})
-    left = iter([20.0, 10.0])  # before the first run; before the second: less than 1.5 x its longest + 10 s
+    left = iter([10.0, 10.0])  # before the first run: just enough; before the second: less than 1.5 x its longest + 10 s
     monkeypatch.setattr(scheduler, "time_left", lambda job_id=None: next(left))
     monkeypatch.setattr(pack_run, "MARGIN", 10.0)
     assert pack_run.run_pack(str(path), 30.0, 0, str(tmp_path / "m.txt")) == 1
     assert [Path(o).exists() for o in outputs] == [True, False, False]
     assert not (tmp_path / "m.txt").exists()
     assert len(list((tmp_path / "r" / "archive").rglob("*.json"))) == 1  # the others spent no attempt
-    monkeypatch.setattr(scheduler, "time_left", lambda job_id=None: 3600.0)
+    assert next(left, None) is None  # both answers asked for
+    asked = []
+    monkeypatch.setattr(scheduler, "time_left", lambda job_id=None: asked.append(1) or 3600.0)
     assert pack_run.run_pack(str(path), 30.0, 0, str(tmp_path / "m.txt")) == 0
+    assert len(asked) == 1  # once for the pack's two runs, not once a run
     recs = [check_record(o) for o in outputs]
     assert all(r["status"] == "ok" and r["attempt"] == 1 for r in recs)
     assert [r["pack"]["index"] for r in recs] == [0, 1, 2] and recs[0]["time"] == pytest.approx(0.01)

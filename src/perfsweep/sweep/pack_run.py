@@ -22,7 +22,8 @@ run``. Each start measures only what is left:
 - a run whose attempts are spent (retries + 1) without a record gets its failure record from its last
   archived attempt;
 - inside SLURM a run is not started when the job has less time left than the pack's longest run so far
-  needs (``squeue %L``): the pack stops before its time limit and its next start goes on.
+  needs (``squeue %L``, asked at most once a minute: :class:`TimeLeft`): the pack stops before its time
+  limit and its next start goes on.
 
 Each record names its pack and its place in it (``pack``: id, index, of) and the scheduler's story of
 the attempt (``scheduler``: job id, restarts, state, reason). Exit 0 once every run has its record (the
@@ -38,6 +39,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,28 @@ from perfsweep.sweep.run import (_finished_elsewhere, _now, _raise_interrupted, 
 from perfsweep.sweep.spec import RunSpec
 
 MARGIN = 10.0  # seconds a run needs at least before the time limit, beside 1.5 x the longest run so far
+ASK_EVERY = 60.0  # seconds: the most a pack counts squeue's answer down before it asks again
+
+
+class TimeLeft:
+    """The job's time left before each run of a pack, without an RPC to the controller per run (one a run
+    is what a rate-limited controller counts, and a pack may run thousands): squeue's last answer counted
+    down by the clock. squeue is asked again when that count says the next run does not fit, so a stop
+    always rests on a fresh answer, and ASK_EVERY seconds after the last answer, so a limit an admin
+    changed shows within a minute. No limit (None) is kept as long."""
+
+    def __init__(self) -> None:
+        self._answer: tuple[float, float | None] | None = None  # (time.monotonic() when asked, seconds left)
+
+    def __call__(self, need: float) -> float | None:
+        if self._answer is not None:
+            asked, left = self._answer
+            since = time.monotonic() - asked
+            if since < ASK_EVERY and (left is None or left - since >= need):
+                return None if left is None else left - since
+        left = scheduler.time_left()
+        self._answer = (time.monotonic(), left)
+        return left
 
 
 # an attempt the scheduler cut short for reasons outside the run: it spends none of the run's attempts
@@ -200,7 +224,7 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
     print(f"perfsweep: pack {pack_id}: {len(pairs)} runs ({_now()}"
           + (f", SLURM job {now['job_id']}, restart {now.get('restarts', 0)}" if now else "") + ")",
           file=sys.stderr, flush=True)
-    again, longest = False, 0.0
+    again, longest, time_left = False, 0.0, TimeLeft()
     for index, (spec, output) in enumerate(pairs):
         where = {"id": pack_id, "index": index, "of": len(pairs)}
         lock_path = layout.record_lock(output)
@@ -233,8 +257,9 @@ def run_pack(path: str, timeout: float, retries: int, manifest: str | None) -> i
                 write_json_atomic(output, record)
                 print(f"perfsweep: {spec.run_id}: {record['status']}: {record['error']}", file=sys.stderr, flush=True)
                 continue
-            left = scheduler.time_left() if now else None
-            if left is not None and left < 1.5 * longest + MARGIN:
+            need = 1.5 * longest + MARGIN
+            left = time_left(need) if now else None
+            if left is not None and left < need:
                 print(f"perfsweep: pack {pack_id}: {left:.0f} s left of the job's time limit, too little for "
                       f"the next run (longest so far {longest:.1f} s); stopped before it, {len(pairs) - index} "
                       "runs for the pack's next start", file=sys.stderr, flush=True)

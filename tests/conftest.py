@@ -45,6 +45,22 @@ def workdir(tmp_path):
     return tmp_path
 
 
+# a test that needs a quiet host: it times runs (marker timing), reads the cluster (slurm) or the machine's
+# daemons (quiet). Its module runs after all others, and it waits for the session's cluster work, which
+# runs beside the others (tests/sweeps/slurm.py, ClusterWork).
+QUIET = pytest.StashKey[bool]()
+QUIET_MARKERS = ("timing", "slurm", "quiet")
+
+
+def pytest_collection_modifyitems(config, items):
+    """The modules with a test that needs a quiet host last (whole modules: their module-scoped fixtures
+    are made once), in their order; their tests marked QUIET."""
+    quiet = {item.path for item in items if any(item.get_closest_marker(m) for m in QUIET_MARKERS)}
+    items.sort(key=lambda item: item.path in quiet)  # stable: every other order kept
+    for item in items:
+        item.stash[QUIET] = item.path in quiet
+
+
 _SESSION_START: dict = {}
 
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from sweeps.slurm import OPT_IN, cluster_skip_reason
 
@@ -38,6 +40,7 @@ def test_skip_reason_names_the_opt_in():
     assert cluster_skip_reason(env={OPT_IN: "1"}, euid=0) is None
 
 
+@pytest.mark.quiet  # counts the machine's SLURM daemons: not while the session's cluster work runs
 def test_without_the_opt_in_the_slurm_tests_skip_and_start_nothing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != OPT_IN}
     daemons, packages = daemon_pids(), package_state()

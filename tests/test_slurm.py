@@ -157,13 +157,6 @@ def test_cancelled_run_is_retried_and_the_sweep_completes(slurm_sweeps):
     assert "SLURM status is: 'CANCELLED'" in sweep.output
 
 
-def slurm_nice(job_id):
-    """The nice value SLURM holds for a job (the local cluster keeps ended jobs for MinJobAge=600 s)."""
-    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return int(next(w for w in out.stdout.split() if w.startswith("Nice=")).removeprefix("Nice="))
-
-
 def test_the_run_order_reaches_slurm_and_the_records(slurm_sweeps):
     """The ordinary sweep's records carry the order its seed gives (that another seed gives another,
     test_order checks); each run job reached SLURM with the nice value of its place (round, then position
@@ -179,7 +172,7 @@ def test_the_run_order_reaches_slurm_and_the_records(slurm_sweeps):
         assert rec["order"] == expected[("np", rec["config_id"], rec["repetition"])], rec["run_id"]
     # SLURM got the order: the nice values rise with (round, position)
     by_place = sorted(recs, key=lambda r: (r["order"]["round"], r["order"]["position"]))
-    nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
+    nice = [sweep.nice[r["slurm"]["job_id"]] for r in by_place]  # (scontrol show job once the sweeps ended)
     assert nice == sorted(nice) and len(set(nice)) == 4 and nice[0] == 0, nice
     want = nice_values(priorities(expected))
     assert nice == [want[("np", r["config_id"], r["repetition"])] for r in by_place]
@@ -228,7 +221,7 @@ def test_a_paired_measurement_runs_on_slurm_its_variants_back_to_back(slurm_swee
     for first, second in zip(by_place[::2], by_place[1::2]):  # each pair: one configuration's two variants
         assert (first["config_id"], first["repetition"]) == (second["config_id"], second["repetition"])
         assert {first["variant"], second["variant"]} == {"before", "after"}
-    nice = [slurm_nice(r["slurm"]["job_id"]) for r in by_place]
+    nice = [sweep.nice[r["slurm"]["job_id"]] for r in by_place]  # (scontrol show job once the sweeps ended)
     assert nice == sorted(nice) and len(set(nice)) == len(nice), nice
     out = subprocess.run([str(BIN / "perfsweep"), "compare", str(sweep.results), "--format", "json"],
                          capture_output=True, text=True, timeout=300)

@@ -9,81 +9,23 @@ their shape), two apiece, one after the other in each sweep:
   start again slurmctld is stopped for 3 s and started again.
 
 In each the one command completes the sweep, every run is measured once, and the records and the
-archive tell what happened. The cluster runs with the short timeouts of perfsweep.cluster.local_slurm's
-fast_faults for this module (a lost node's job runs again about 15 s after the loss instead of minutes)
-and is put back as the session's other SLURM tests found it afterwards. The sweeps: fault_app
+archive tell what happened. The sweeps (tests/sweeps/slurm_faults.py) are the last part of the session's
+cluster work (tests/sweeps/slurm.py, ClusterWork), after the shared sweeps, on the cluster with the short
+timeouts of perfsweep.cluster.local_slurm's fast_faults (a lost node's job runs again about 15 s after the
+loss instead of minutes), put back afterwards. The sweeps: fault_app
 (tests/apps) sleeping 0.5 s a run, 8 runs in 2 packs of 4 (one on each node), retries 0: an attempt the
 scheduler cut short for reasons outside the run (node loss, requeue) must not spend the run's only
 attempt. Snakemake polls SLURM at most 3 s apart here (tests/sweeps/snakemake_polled.py)."""
 
 import json
 import re
-import subprocess
-import threading
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from sweeps.slurm import snakemake_slurm
-from sweeps.tiny import fault_config
+from sweeps.slurm import cluster_part
+from sweeps.slurm_faults import EIGHT, FOUR
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
-
-RUN_SECONDS = 0.5
-TARGET = "results/tables/f/medians.csv"
-
-
-@pytest.fixture(scope="module")
-def fast_cluster(slurm_cluster):
-    from perfsweep.cluster import local_slurm
-
-    local_slurm.start(nodes=2, fast_faults=True)
-    yield local_slurm
-    local_slurm.start(nodes=2)  # the session's cluster as the other tests found it
-
-
-FOUR, EIGHT = (1, 2, 4, 6), (1, 2, 4, 6, 8, 9, 10, 12)  # no n that fault_app fails on
-
-
-def start_sweep(work, ns=FOUR, **config):
-    """fault_app over ``ns`` in packs of 4 through the local-slurm profile; the Snakemake process."""
-    (work / "state").mkdir(parents=True, exist_ok=True)
-    cfg = {**fault_config(work / "state", ns=list(ns), k=1, sleep=RUN_SECONDS, retries=0, timeout=60,
-                          results="results"),
-           "bundle": "packs", "pack": {"runs": 4, "seconds_per_run": 1}, "studies": {"f": {"vary": {"n": list(ns)}}},
-           **config}
-    import yaml
-
-    (work / "c.yaml").write_text(yaml.safe_dump(cfg))
-    out = open(work / "snakemake.out", "w")
-    return subprocess.Popen(snakemake_slurm([TARGET]), cwd=work, stdout=out, stderr=subprocess.STDOUT)
-
-
-def finish(work, proc, timeout=240):
-    proc.wait(timeout=timeout)
-    return proc.returncode, (work / "snakemake.out").read_text()
-
-
-def pack_job(work, deadline):
-    """(job id, node) of the sweep's running pack job once its second run is in flight (its first record
-    written, the second run's lock file holding its attempt: perfsweep.sweep.pack_run)."""
-    from perfsweep import layout
-
-    while time.time() < deadline:
-        for pack_file in (work / "results" / "packs").glob("r*.json"):
-            outputs = [work / out for _, _, out in json.loads(pack_file.read_text())["runs"]]
-            lock = layout.record_lock(outputs[1])
-            if outputs[0].exists() and lock.exists() and lock.stat().st_size:
-                out = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-o", "%i %N %k"], capture_output=True,
-                                     text=True).stdout
-                for line in out.splitlines():
-                    job, node, comment = (line.split(" ", 2) + [""])[:3]
-                    if pack_file.stem in comment:
-                        return job, node
-        time.sleep(0.1)
-    raise AssertionError("no pack job with its second run in flight before the deadline")
 
 
 def records(work):
@@ -110,58 +52,19 @@ def measured_once(work, ns=FOUR):
     return recs, att
 
 
-@dataclass
-class Faulted:
-    work: Path
-    returncode: int
-    output: str
-    job: str  # the SLURM job the fault hit
-    node: str | None = None
-    outage: tuple[float, float] | None = None  # when slurmctld was down (time.time())
+@pytest.fixture(scope="module")
+def lost(cluster_work):
+    """tests/sweeps/slurm_faults.py's lost_sweep: the controller down until perfsweep's sbatch (or the sinfo
+    before it) was refused, then back; then the node of a pack whose second run runs is lost, and brought
+    back once SLURM has marked it down, the lost job requeued meanwhile."""
+    return cluster_part(cluster_work, "lost")
 
 
 @pytest.fixture(scope="module")
-def lost(fast_cluster, tmp_path_factory):
-    """The controller down until perfsweep's sbatch (or the sinfo before it) was refused, then back; then
-    the node of a pack whose second run runs is lost (its slurmd and the job's processes SIGKILLed), and
-    brought back once SLURM has marked it down (as an admin would), the lost job requeued meanwhile."""
-    work = tmp_path_factory.mktemp("lost")
-    log = work / "results" / "logs" / "sbatch.log"
-    refused = lambda: log.exists() and " refused (" in log.read_text()
-    t0 = time.time()
-    down = threading.Thread(target=fast_cluster.restart_controller, kwargs={"down": refused, "timeout": 60})
-    down.start()
-    time.sleep(0.5)
-    proc = start_sweep(work, EIGHT)
-    down.join()
-    outage = (t0, time.time())
-    job, node = pack_job(work, time.time() + 120)
-    lost_at = time.time()
-    fast_cluster.lose_node(node)
-    while fast_cluster.node_state(node) != "down*" and time.time() - lost_at < 60:
-        time.sleep(0.2)
-    fast_cluster.restore_node(node)
-    rc, out = finish(work, proc)
-    return Faulted(work, rc, out, job, node, outage)
-
-
-@pytest.fixture(scope="module")
-def requeued(fast_cluster, tmp_path_factory):
-    """A running pack requeued while its second run runs; while the requeued job waits its start delay,
-    slurmctld stopped for 3 s and started again."""
-    work = tmp_path_factory.mktemp("requeued")
-    proc = start_sweep(work, EIGHT)
-    job, _ = pack_job(work, time.time() + 120)
-    subprocess.run(["scontrol", "requeue", job], check=True)
-    until = time.time() + 30  # the runner took its SIGTERM: the attempt it cut is archived
-    while not any('"killed"' in p.read_text() for p in (work / "results" / "archive").rglob("*.json")):
-        assert time.time() < until, "no attempt archived after the requeue"
-        time.sleep(0.05)
-    t0 = time.time()
-    fast_cluster.restart_controller(down=3)
-    outage = (t0, time.time())
-    rc, out = finish(work, proc)
-    return Faulted(work, rc, out, job, None, outage)
+def requeued(cluster_work):
+    """tests/sweeps/slurm_faults.py's requeued_sweep: a running pack requeued while its second run runs;
+    while the requeued job waits its start delay, slurmctld stopped for 3 s and started again."""
+    return cluster_part(cluster_work, "requeued")
 
 
 def test_a_pack_cut_by_a_lost_node_keeps_its_runs_and_its_requeued_job_measures_the_rest(lost):

@@ -46,8 +46,8 @@ def workdir(tmp_path):
 
 
 # a test that needs a quiet host: it times runs (marker timing), reads the cluster (slurm) or the machine's
-# daemons (quiet). Its module runs after all others, and it waits for the session's cluster work, which
-# runs beside the others (tests/sweeps/slurm.py, ClusterWork).
+# daemons (quiet). Its module runs after all others, and it waits for the session's test lane, which makes
+# sweeps and the cluster's work beside the others (tests/sweeps/lane.py).
 QUIET = pytest.StashKey[bool]()
 QUIET_MARKERS = ("timing", "slurm", "quiet")
 

@@ -10,7 +10,7 @@ their shape), two apiece, one after the other in each sweep:
 
 In each the one command completes the sweep, every run is measured once, and the records and the
 archive tell what happened. The sweeps (tests/sweeps/slurm_faults.py) are the last part of the session's
-cluster work (tests/sweeps/slurm.py, ClusterWork), after the shared sweeps, on the cluster with the short
+cluster work (tests/sweeps/slurm.py, cluster_work), after the shared sweeps, on the cluster with the short
 timeouts of perfsweep.cluster.local_slurm's fast_faults (a lost node's job runs again about 15 s after the
 loss instead of minutes), put back afterwards. The sweeps: fault_app
 (tests/apps) sleeping 0.5 s a run, 8 runs in 2 packs of 4 (one on each node), retries 0: an attempt the
@@ -53,18 +53,18 @@ def measured_once(work, ns=FOUR):
 
 
 @pytest.fixture(scope="module")
-def lost(cluster_work):
+def lost(lane):
     """tests/sweeps/slurm_faults.py's lost_sweep: the controller down until perfsweep's sbatch (or the sinfo
     before it) was refused, then back; then the node of a pack whose second run runs is lost, and brought
     back once SLURM has marked it down, the lost job requeued meanwhile."""
-    return cluster_part(cluster_work, "lost")
+    return cluster_part(lane, "lost")
 
 
 @pytest.fixture(scope="module")
-def requeued(cluster_work):
+def requeued(lane):
     """tests/sweeps/slurm_faults.py's requeued_sweep: a running pack requeued while its second run runs;
     while the requeued job waits its start delay, slurmctld stopped for 3 s and started again."""
-    return cluster_part(cluster_work, "requeued")
+    return cluster_part(lane, "requeued")
 
 
 def test_a_pack_cut_by_a_lost_node_keeps_its_runs_and_its_requeued_job_measures_the_rest(lost):

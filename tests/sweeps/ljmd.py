@@ -20,9 +20,8 @@ tests/README.md lists the tests that read it."""
 
 from __future__ import annotations
 
-import pytest
-
 from . import Sweep, make_sweep
+from .lane import session_sweep
 
 LJMD_CONFIG = {
     "app": {"name": "ljmd", "args": {"steps": 4}},
@@ -37,7 +36,7 @@ LJMD_CONFIG = {
 }
 
 
-@pytest.fixture(scope="session")
-def ljmd_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("ljmd-sweep")
+def ljmd_sweep(work) -> Sweep:
     """The sweep of LJMD_CONFIG with its report (results/report.html); read it, or change a copy."""
-    return make_sweep(tmp_path_factory.mktemp("ljmd-sweep"), LJMD_CONFIG, "--cores", "2")
+    return make_sweep(work, LJMD_CONFIG, "--cores", "2")

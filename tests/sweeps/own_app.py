@@ -25,11 +25,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from conftest import BIN, REPO
 from . import PERFSWEEP, Sweep, make_sweep
+from .lane import session_sweep
 
 TESTS = REPO / "tests"
 OWN_APP_DOC = REPO / "docs" / "how-to" / "own-app.md"
@@ -63,12 +63,12 @@ def user_perfsweep(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(PERFSWEEP), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
-@pytest.fixture(scope="session")
-def own_app_doc_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("own_app_doc")
+def own_app_doc_sweep(work) -> Sweep:
     """docs/how-to/own-app.md's my_app.yaml, run as written (its exit code 0 is asserted here: every test
     that reads the sweep needs it); c.yaml beside it is the same config, so that :meth:`Sweep.copy` and
     Snakemake's --configfile find it."""
-    work = write_user_dir(tmp_path_factory.mktemp("own_app_doc"))
+    work = write_user_dir(work)
     (work / "c.yaml").write_text((work / "my_app.yaml").read_text())
     run = user_perfsweep("run", "my_app.yaml", cwd=work)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -101,10 +101,9 @@ BUNDLED_TARGETS = ("results/models/mm/models.json", "results/tables/mm/regions.c
                    "results/tables/mm/aggregate.csv", "results/figures/abcd/model.png")
 
 
-@pytest.fixture(scope="session")
-def own_apps_bundled(tmp_path_factory) -> Sweep:
+@session_sweep("own_apps_bundled")
+def own_apps_bundled(work) -> Sweep:
     """Studies mm (the Score-P stand-in) and abcd (four parameters, sparse), bundled repetitions, to the
     models and tables of mm and the figures of abcd."""
-    work = tmp_path_factory.mktemp("own_apps_bundled")
     (work / "four.py").write_text(FOUR_APP)
     return make_sweep(work, json.loads(json.dumps(BUNDLED)), "--cores", "2", "--no-report", targets=BUNDLED_TARGETS)

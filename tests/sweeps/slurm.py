@@ -1,9 +1,9 @@
 """The sweeps on the local SLURM cluster (perfsweep.cluster.local_slurm: a real controller and two nodes n1, n2
 of one CPU each on this host), through workflow/profiles/local-slurm, as tests/test_slurm.py reads them.
 
-The session's cluster work (``ClusterWork``, below) starts the cluster once, runs the shared sweeps and then
-tests/test_slurm_faults.py's fault sweeps, and stops the cluster, in a process of its own beside the
-tests that need no quiet host; ``slurm_sweeps`` is its first part. The shared sweeps run all at the same
+The session's cluster work (``cluster_work``, below: the last task of the test lane, tests/sweeps/lane.py)
+starts the cluster once, runs the shared sweeps and then tests/test_slurm_faults.py's fault sweeps, and
+stops the cluster, beside the tests that need no quiet host; ``slurm_sweeps`` is its first part. The shared sweeps run all at the same
 time (one Snakemake process each): the two one-CPU nodes are the bottleneck (each run job costs about 5 s of a node, two
 Snakemake starts in the job and the run), and a sweep that waits for its start-up, for SLURM's status
 polls or for its post-processing leaves the nodes to the others' jobs. Each sweep is as small as what its
@@ -42,8 +42,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, QUIET, REPO
+from conftest import BIN, REPO
 from sweeps import Sweep
+from sweeps.lane import last_task
 
 PROFILE = REPO / "workflow" / "profiles" / "local-slurm"
 OPT_IN = "PERFSWEEP_TEST_SLURM"
@@ -203,6 +204,7 @@ def run_shared_sweeps(root: Path) -> dict[str, ClusterSweep]:
     {name: ClusterSweep}. The Open MPI sweep runs only where Debian's Open MPI and mpi4py are installed (its
     test says what then)."""
     deadline = time.time() + TIMEOUT
+    root.mkdir(parents=True, exist_ok=True)
     sweeps, procs, logs, threads = {}, {}, {}, []
     for name, (config, targets, cancel) in SWEEPS.items():
         if name == LAST:  # its jobs behind the others' (SWEEPS says why)
@@ -262,149 +264,81 @@ def slurm_nice(job_id):
     return next((int(w.removeprefix("Nice=")) for w in words if w.startswith("Nice=")), None)
 
 
-# ---- the session's cluster work, in a process of its own while the tests that need no quiet host run
+# ---- the session's cluster work: the test lane's last task (tests/sweeps/lane.py)
 
 # the parts of the work, by the fixture a test asks for: the shared sweeps; the fault sweeps of
 # tests/test_slurm_faults.py (tests/sweeps/slurm_faults.py), on the cluster with fast-fault timeouts
 PARTS = {"slurm_sweeps": "shared", "lost": "faults", "requeued": "faults"}
 
 
-class ClusterWork:
-    """Everything the session does on the local cluster, from its first test on, in a forked process of its
-    own: start the cluster, run the shared sweeps (:func:`run_shared_sweeps`), then, on the cluster
-    restarted with fast-fault timeouts, the fault sweeps one after the other (then the timeouts put back),
-    and stop the cluster (unless it ran before the session). Its results (or the traceback of what failed)
-    come back in a pickle; its own output goes to ``background.log`` in ``root``.
+def cluster_wanted(items):
+    """The parts of the cluster work the selected tests ask for, or None (none, or no opt-in)."""
+    parts = {PARTS[name] for item in items for name in item.fixturenames if name in PARTS}
+    return (parts,) if parts and not cluster_skip_reason() else None
 
-    The cluster's jobs are about one of the two cores' work for three minutes, mostly Snakemake starts: they
-    run beside the session's other tests, and the tests that need a quiet host (``timing``, ``quiet`` and
-    ``slurm``, run last: conftest.py) wait for them to end. A process, not a thread: a test's monkeypatch
-    of the environment, the working directory or a module cannot reach it."""
 
-    def __init__(self, root: Path, parts: set[str]):
-        self.root, self.parts = root, parts
-        self.out = root / "results.pickle"
-        self.proc = None
-        self._results = None
+def cluster_work(root: Path, parts: set[str]) -> dict:
+    """Everything the session does on the local cluster: start it, run the shared sweeps
+    (:func:`run_shared_sweeps`), then, on the cluster restarted with fast-fault timeouts, the fault sweeps
+    one after the other (then the timeouts put back), and stop the cluster (unless it ran before the
+    session). {step: ("ok", value) or ("failed", traceback)}, and "conf": the machine's slurm.conf before
+    and after.
 
-    def start(self) -> None:
-        import multiprocessing
+    The cluster's jobs are about one of the two cores' work for three minutes, mostly Snakemake starts
+    (162 CPU-s in 171 s alone here): the test lane runs them beside the tests that need no quiet host."""
+    import traceback
 
-        self.proc = multiprocessing.get_context("fork").Process(target=self._main, name="cluster-work")
-        self.proc.start()
+    from perfsweep.cluster import local_slurm
 
-    def _main(self) -> None:  # the forked process
-        import pickle
-        import traceback
+    from .slurm_faults import lost_sweep, requeued_sweep
 
-        log = open(self.root / "background.log", "w")
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        from perfsweep.cluster import local_slurm
+    out = {}
 
-        from .slurm_faults import lost_sweep, requeued_sweep
-
-        out = {}
-
-        def attempt(part, func, *args):
-            try:
-                out[part] = ("ok", func(*args))
-            except BaseException:  # the test that reads this part says it
-                out[part] = ("failed", traceback.format_exc())
-
-        before, conf = local_slurm.running(), local_slurm.machine_conf()
+    def attempt(step, func, *args):
         try:
-            attempt("cluster", local_slurm.start, 2)
-            if out["cluster"][0] == "ok" and "shared" in self.parts:
-                attempt("shared", run_shared_sweeps, self.root)
-            if out["cluster"][0] == "ok" and "faults" in self.parts:
-                attempt("fast", local_slurm.start, 2, 60.0, True)
-                if out["fast"][0] == "ok":
-                    attempt("lost", lost_sweep, local_slurm, self.root / "lost")
-                    attempt("requeued", requeued_sweep, local_slurm, self.root / "requeued")
-                attempt("cluster", local_slurm.start, 2)  # as the session found it
-        finally:
-            if not before:  # leave a cluster someone else started running, stop ours
-                local_slurm.stop(quiet=True)
-                # the machine's slurm.conf as it was (none: a SLURM client would wait for the gone controller)
-                out["conf"] = (conf, local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None)
-            tmp = self.out.with_suffix(".tmp")
-            tmp.write_bytes(pickle.dumps(out))
-            tmp.rename(self.out)
+            out[step] = ("ok", func(*args))
+        except BaseException:  # the test that reads this step says it
+            out[step] = ("failed", traceback.format_exc())
 
-    def wait(self) -> dict:
-        """Wait for the work to end; its results by part."""
-        if self._results is None:
-            self.proc.join(TIMEOUT + 600)
-            if self.proc.is_alive():
-                self.stop()
-            import pickle
-
-            self._results = pickle.loads(self.out.read_bytes()) if self.out.exists() else {}
-        return self._results
-
-    def result(self, part: str):
-        """One part's result once the work ended; what failed in it fails the test that asks."""
-        results = self.wait()
-        for step in ("cluster", "fast", part) if part != "shared" else ("cluster", part):
-            if step not in results:
-                continue
-            status, value = results[step]
-            if status != "ok":
-                raise AssertionError(f"the cluster work's step {step!r} failed:\n{value}")
-        if part not in results:
-            log = self.root / "background.log"
-            raise AssertionError(f"the cluster work ended without {part!r}:\n"
-                                 f"{log.read_text()[-4000:] if log.exists() else ''}")
-        return results[part][1]
-
-    def stop(self) -> None:
-        """An interrupted session: stop the work (SIGINT: its sweeps and the cluster stopped as it ends)."""
-        import signal
-
-        if self.proc is not None and self.proc.is_alive():
-            os.kill(self.proc.pid, signal.SIGINT)
-            self.proc.join(60)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join()
+    before, conf = local_slurm.running(), local_slurm.machine_conf()
+    try:
+        attempt("cluster", local_slurm.start, 2)
+        if out["cluster"][0] == "ok" and "shared" in parts:
+            attempt("shared", run_shared_sweeps, root / "slurm")
+        if out["cluster"][0] == "ok" and "faults" in parts:
+            attempt("fast", local_slurm.start, 2, 60.0, True)
+            if out["fast"][0] == "ok":
+                attempt("lost", lost_sweep, local_slurm, root / "lost")
+                attempt("requeued", requeued_sweep, local_slurm, root / "requeued")
+            attempt("cluster", local_slurm.start, 2)  # as the session found it
+    finally:
+        if not before:  # leave a cluster someone else started running, stop ours
+            local_slurm.stop(quiet=True)
+        # the machine's slurm.conf as it was (none: a SLURM client would wait for the gone controller)
+        out["conf"] = (conf, local_slurm.CONF.read_text() if local_slurm.CONF.exists() else None)
+    return out
 
 
-@pytest.fixture(scope="session", autouse=True)
-def cluster_work(request, tmp_path_factory):
-    """The session's cluster work (:class:`ClusterWork`), started at its first test if a test selected
-    asks for a part of it and the cluster tests may run; None otherwise. At the session's end: the
-    machine's slurm.conf is as it was."""
-    parts = {PARTS[name] for item in request.session.items for name in item.fixturenames if name in PARTS}
-    if not parts or cluster_skip_reason():
-        yield None
-        return
-    work = ClusterWork(tmp_path_factory.mktemp("cluster"), parts)
-    work.start()
-    yield work
-    work.stop()
-    results = work.wait()
-    if "conf" in results:
-        before, after = results["conf"]
-        assert after == before, f"the machine's slurm.conf was not put back: {after!r}, was {before!r}"
+last_task("cluster", cluster_wanted, cluster_work)
 
 
-@pytest.fixture(autouse=True)
-def quiet_host(request, cluster_work):
-    """A test that needs a quiet host (conftest.QUIET: run after all others) waits for the cluster work."""
-    if cluster_work is not None and request.node.stash.get(QUIET, False):
-        cluster_work.wait()
-
-
-def cluster_part(work: ClusterWork | None, part: str):
-    """A part of the session's cluster work, for its fixture: skipped without the opt-in."""
+def cluster_part(lane, part: str):
+    """A part of the session's cluster work, for its fixture: skipped without the opt-in; what failed
+    in the work, or a slurm.conf not put back, fails the test that asks."""
     reason = cluster_skip_reason()
     if reason:
         pytest.skip(reason)
-    return work.result(part)
+    results = lane.last_result("cluster")
+    for step in ("cluster", "fast", part) if part != "shared" else ("cluster", part):
+        status, value = results.get(step, ("failed", "not run"))
+        if status != "ok":
+            raise AssertionError(f"the cluster work's step {step!r} failed:\n{value}")
+    before, after = results["conf"]
+    assert after == before, f"the machine's slurm.conf was not put back: {after!r}, was {before!r}"
+    return results[part][1]
 
 
 @pytest.fixture(scope="session")
-def slurm_sweeps(cluster_work):
+def slurm_sweeps(lane):
     """Every cluster sweep (this module's SWEEPS), run at the same time: {name: ClusterSweep}."""
-    return cluster_part(cluster_work, "shared")
+    return cluster_part(lane, "shared")

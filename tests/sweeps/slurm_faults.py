@@ -1,5 +1,5 @@
 """The fault sweeps of tests/test_slurm_faults.py, run by the session's cluster work (tests/sweeps/slurm.py,
-ClusterWork) on the cluster with perfsweep.cluster.local_slurm's fast-fault timeouts: ``cluster`` is that
+cluster_work) on the cluster with perfsweep.cluster.local_slurm's fast-fault timeouts: ``cluster`` is that
 module. Each sweep is fault_app (tests/apps) sleeping 0.5 s a run, 8 runs in 2 packs of 4 (one on each
 node), retries 0, with two faults one after the other; tests/test_slurm_faults.py says which and what it
 asserts."""

@@ -19,9 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from . import PERFSWEEP, Sweep, make_sweep
+from .lane import session_sweep
 
 FAULT_APP = Path(__file__).resolve().parents[1] / "apps" / "fault_app.py"
 
@@ -52,25 +51,23 @@ FAULTS_FAILED = {3: "exit code 3: fault_app: simulated crash", 5: "killed by sig
                  7: "killed after the timeout of 2 s", 13: "not a number", 17: "not found on stdout"}
 
 
-@pytest.fixture(scope="session")
-def faults_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("faults-sweep")
+def faults_sweep(work) -> Sweep:
     """FAULTS_NS x k = 2 with 1 retry and a timeout of 2 s (n = 7 hangs: 4 attempts of 2 s), beside
     BROKEN_STUDY, by ``perfsweep run c.yaml --cores 2 --no-report``: the whole workflow but the report
     (the failed study's last line names its runs table, and the survivors get their models). It exits
     non-zero (the broken study): read its ``returncode``, ``stdout`` and ``stderr``. 2 s is 20 times what a healthy run
     takes here under load."""
-    work = tmp_path_factory.mktemp("faults-sweep")
     (work / "state").mkdir()
     return make_sweep(work, fault_config(work / "state", ns=FAULTS_NS, k=2, retries=1, timeout=2,
                                          extra_studies=BROKEN_STUDY), "--cores", "2", "--no-report", check=False)
 
 
-@pytest.fixture(scope="session")
-def tiny_faults_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("tiny-faults-sweep")
+def tiny_faults_sweep(work) -> Sweep:
     """fault_app's healthy n = 1, 2, 4 x k = 2 (6 runs), up to the runs table (no figures or models: the
     tests that read it damage records and count what is measured again). Rule runs is a target too: a
     record that is not there is a target of it (and of all), not of the runs table."""
-    work = tmp_path_factory.mktemp("tiny-faults-sweep")
     (work / "state").mkdir()
     return make_sweep(work, fault_config(work / "state", ns=[1, 2, 4], k=2), "--cores", "2", "--no-report",
                       targets=("runs", "results/tables/faults/runs.csv"))
@@ -98,12 +95,11 @@ def nm_config(*, n=(1, 2), k=2, cv=0.1, app=NM_APP, timeout=120, patterns=None, 
 NM_TARGETS = ("runs", "results/tables/nm/medians.csv")
 
 
-@pytest.fixture(scope="session")
-def nm_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("nm-sweep")
+def nm_sweep(work) -> Sweep:
     """nm_config() by the real Snakemake (as tests/test_incremental.py runs it): 8 runs, up to the medians."""
     from conftest import snakemake
 
-    work = tmp_path_factory.mktemp("nm-sweep")
     sweep = Sweep(work, {})
     sweep.write_config(nm_config())
     proc = snakemake(*NM_TARGETS, "--cores", "2", "--configfile", sweep.config_file, cwd=work)
@@ -129,13 +125,12 @@ def design_config(design, validate=None, k=1, results="results"):
     }
 
 
-@pytest.fixture(scope="session")
-def adaptive_validation_sweep(tmp_path_factory) -> Sweep:
+@session_sweep("adaptive-validation-sweep")
+def adaptive_validation_sweep(work) -> Sweep:
     """An adaptive study (k = 2, one round of 2 points) with one validation point (3 repetitions), by
     ``perfsweep run c.yaml --cores 2`` with its report: round 1, then round 2 with the whole workflow.
     ``stdout`` holds both streams in order (Snakemake's log of each round, then perfsweep's line that
     starts the next), as a user's terminal shows them."""
-    work = tmp_path_factory.mktemp("adaptive-validation-sweep")
     sweep = Sweep(work, {})
     sweep.write_config(design_config(ADAPTIVE, {"points": [{"n": 6, "m": 2}], "repetitions": 3}, k=2))
     proc = subprocess.run([str(PERFSWEEP), "run", "c.yaml", "--cores", "2"], cwd=work, stdout=subprocess.PIPE,

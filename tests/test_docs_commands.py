@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from conftest import BIN, REPO
+from sweeps.lane import session_sweep
 from test_report import each_model_figure
 from test_plots import assert_figure
 
@@ -215,14 +216,13 @@ def test_links_between_the_docs_resolve():
     assert broken == []
 
 
-@pytest.fixture(scope="module")
-def user_dir(ljmd_sweep, tmp_path_factory):
+def user_dir(ljmd_sweep, where: Path) -> Path:
     """A user's directory beside the checkout: its venv (a link), the Makefile, a config/config.yaml and my.yaml
     of a small sweep (the shared ljmd sweep's config), and the reference data the docs model (a link).
     The sweep is the shared one (a copy: the commands add a report and figures to it), measured by the
     command `make run` runs (perfsweep run CONFIG --cores N, tests/sweeps/ljmd.py); its report removed, so
     that `make run` here must write it again."""
-    home = ljmd_sweep.copy(tmp_path_factory.mktemp("docs-commands") / "user")
+    home = ljmd_sweep.copy(where / "user")
     (home.results / "report.html").unlink()
     home = home.work
     (home / ".venv").symlink_to(REPO / ".venv")
@@ -247,17 +247,31 @@ def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess:
 ZIP_REPORT = ".venv/bin/perfsweep run my.yaml --cores 2 -- --report results/report.zip"
 
 
+@session_sweep("docs-commands")
+def documented_run(work, ljmd_sweep) -> tuple[Path, list]:
+    """RUN in order in a user's directory (user_dir) in ``work``: (the directory, [(command, exit code,
+    stdout, stderr, each model's figures before it)]). A session sweep (tests/sweeps/lane.py): the test
+    lane runs the commands beside the other tests; nothing here asserts on a timing."""
+    home, done = user_dir(ljmd_sweep, work), []
+    for cmd in RUN:
+        before = each_model_figure(home / "results")
+        proc = run(cmd, home)
+        done.append((cmd, proc.returncode, proc.stdout, proc.stderr, before))
+    return home, done
+
+
 @pytest.mark.slow
-def test_documented_commands_run(user_dir):
+def test_documented_commands_run(documented_run):
+    user_dir, done = documented_run
     results = user_dir / "results"
     out = {}
-    for cmd in RUN:
+    for cmd, returncode, stdout, stderr, figures_before in done:
         if cmd == ZIP_REPORT:  # each model's figures: drawn only for a zip report (tests/test_report.py)
-            assert each_model_figure(results) == {}
-        proc = run(cmd, user_dir)
-        assert proc.returncode == 0, (cmd, proc.stdout[-3000:], proc.stderr[-3000:])
-        assert "Traceback" not in proc.stderr, (cmd, proc.stderr[-3000:])
-        out[cmd] = proc.stdout + proc.stderr
+            assert figures_before == {}
+        assert returncode == 0, (cmd, stdout[-3000:], stderr[-3000:])
+        assert "Traceback" not in stderr, (cmd, stderr[-3000:])
+        out[cmd] = stdout + stderr
+    assert [cmd for cmd, *_ in done] == RUN
     # make run: the sweep of config/config.yaml (3 studies, 30 configurations x 2 repetitions) with its
     # models, and the report it wrote again
     records = [json.loads(p.read_text()) for p in results.glob("runs/*/*/rep*.json")]

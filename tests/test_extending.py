@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from conftest import BIN, REPO
+from sweeps.lane import session_sweep
 from test_plots import assert_figure
 from perfsweep.report_check import report_categories
 
@@ -118,10 +119,11 @@ class Checkout:
         (self.root / path).write_text(text)
 
 
-@pytest.fixture(scope="module")
-def recipes(tmp_path_factory):
-    """A copy of this checkout with the three recipes followed in it, one after the other."""
-    tmp = tmp_path_factory.mktemp("extending")
+@session_sweep("extending")
+def recipes(tmp):
+    """A copy of this checkout with the three recipes followed in it, one after the other. This and
+    ``extended`` are session sweeps (tests/sweeps/lane.py), which the test lane may make beside the other
+    tests."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, check=True,
                            capture_output=True, text=True).stdout.split()
     copy = Checkout(tmp / "repo")
@@ -172,13 +174,12 @@ def recipes(tmp_path_factory):
     return copy, env
 
 
-@pytest.fixture(scope="module")
-def extended(recipes, tmp_path_factory):
+@session_sweep("extended")
+def extended(tmp, recipes):
     """The copy's workflow run on the toy app: (the copy, its results, its environment). A sweep of its
     own, not the session's shared ones: what it tests is the copy's changed code (a new app, metric and
     figure), which no sweep of this checkout's package runs."""
     copy, env = recipes
-    tmp = tmp_path_factory.mktemp("extended")
     work = tmp / "work"
     work.mkdir()
     cfg = {"app": {"name": "toy"}, "parameters": {"size": 20, "p": 1}, "repetitions": 2,

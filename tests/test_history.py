@@ -4,7 +4,7 @@ that survives two writers, killed writers and files that are not one.
 
 The sweeps: ``history_sweeps`` records six seeded synthetic sweeps (tests/test_compare_sweeps.py's
 synthetic_side, 2 % noise: three replicates, the whole program +20 %, a replicate of that, then region
-r5 +20 % more) and the shared real sweep ljmd_sweep (tests/sweeps/ljmd.py), once per module.
+r5 +20 % more) and the shared real sweep ljmd_sweep (tests/sweeps/ljmd.py), once per session.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeps.lane import session_sweep
 from test_compare_sweeps import PERFSWEEP, synthetic_side
 
 ALL = {f"r{k}": 1.2 for k in range(6)}
@@ -39,11 +40,11 @@ def one_line_exit_2(proc: subprocess.CompletedProcess) -> str:
     return proc.stderr
 
 
-@pytest.fixture(scope="module")
-def history_sweeps(tmp_path_factory, ljmd_sweep):
+@session_sweep("history")
+def history_sweeps(root, ljmd_sweep):
     """{name: results directory} of PLAN's synthetic sweeps and the real one (``real``), each recorded in
-    that order into ``store`` (labels branch=..., app version v1..v6)."""
-    root = tmp_path_factory.mktemp("history")
+    that order into ``store`` (labels branch=..., app version v1..v6). A session sweep (tests/sweeps/lane.py),
+    which the test lane may make beside the other tests."""
     store = root / "h.sqlite"
     out = {"store": store}
     for k, (name, factors, branch) in enumerate(PLAN):

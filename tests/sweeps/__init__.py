@@ -1,7 +1,8 @@
 """The suite's shared sweeps: each real sweep (real Snakemake, real MPI ranks or a real app) runs once per
 test session, and every test that needs it asserts on it; a test that changes a tree works on a copy
 (:meth:`Sweep.copy`). Each module beside this one holds one kind of shared sweep as a session-scoped
-fixture (conftest.py loads them all); tests/README.md maps each sweep to the tests that read it.
+fixture (conftest.py loads them all), most of them made with lane.py's ``session_sweep``, which the test
+lane may make ahead beside the tests; tests/README.md maps each sweep to the tests that read it.
 
 A sweep runs in a work directory of its own with ``results: results`` (relative), so that a copy of the
 directory (config, results, Snakemake's .snakemake state) is the same sweep in another place."""

@@ -1,18 +1,19 @@
-"""The session's second lane: work done beside the tests, in one forked process, while the tests that need
-no quiet host run (the suite's tests stay serial; the lane is the other of the two cores).
+"""The session's second lane: work done beside the tests, in one forked process (no descendant of the
+tests' process: Lane.start says why), while the tests that need no quiet host run (the suite's tests
+stay serial; the lane is the other of the two cores).
 
 A session sweep made with :func:`session_sweep` may be made ahead by the lane: the lane makes the selected
-tests' sweeps in the order those tests first ask for them, then the session's cluster work (the task
+tests' sweeps, the one they ask for last first, then the session's cluster work (the task
 :func:`last_task` registers: tests/sweeps/slurm.py). Whoever starts a sweep first makes it: a claim file
-decides, so a test that asks for a sweep the lane has not begun makes it itself, and one that asks for a
-sweep the lane is making waits for it. A sweep the lane made comes back as a pickle; what failed in it
-fails the tests that read it, with the lane's traceback.
+decides, so a test that asks for a sweep no one has begun makes it itself, and one that asks for a sweep
+being made waits for it. A sweep comes back as a pickle; what failed in it fails the tests that read it,
+with the traceback.
 
 The tests that need a quiet host (markers ``timing``, ``slurm``, ``quiet``: their modules run last,
-conftest.py) wait for the lane to end, and they ask for no sweep the lane makes (PAIRED sweeps, whose
-verdicts the timing tests read, are made by the main lane in that quiet part). A process, not a thread:
-a test's monkeypatch of the environment, the working directory or a module cannot reach it. Its own
-output goes to ``lane.log``."""
+conftest.py) wait for the lane to end; the sweeps only they ask for (the paired ones, whose verdicts the
+timing tests read) are made in that quiet part by the tests' process. A process, not a thread: a test's
+monkeypatch of the environment, the working directory or a module cannot reach it. Its own output goes
+to ``lane.log``, with each sweep's time."""
 
 from __future__ import annotations
 
@@ -28,19 +29,22 @@ import pytest
 
 from conftest import QUIET
 
-# fixture name: (directory basename, build(work directory) -> value)
-BUILDERS: dict[str, tuple[str, Callable[[Path], object]]] = {}
+# fixture name: (directory basename, build(work directory, *the session sweeps it builds on) -> value, their names)
+BUILDERS: dict[str, tuple[str, Callable, tuple[str, ...]]] = {}
 # the lane's last task: (name, the arguments it needs for the selected tests or None, run(root, *args))
 LAST: list[tuple[str, Callable, Callable]] = []
 TIMEOUT = 2400  # seconds the lane may take in all
 
 
 def session_sweep(basename: str):
-    """Decorator: ``build(work) -> Sweep`` becomes the session fixture of its name, made by the lane or
-    by the first test that asks (in ``work``, a directory ``basename``N of the session's)."""
+    """Decorator: ``build(work, *sweeps) -> Sweep`` becomes the session fixture of its name, made by the
+    lane or by the first test that asks (in ``work``, a directory ``basename``N of the session's); the
+    parameters after ``work`` name the session sweeps it builds on, which it is given."""
 
     def wrap(build):
-        BUILDERS[build.__name__] = (basename, build)
+        import inspect
+
+        BUILDERS[build.__name__] = (basename, build, tuple(inspect.signature(build).parameters)[1:])
 
         def fixture(lane):
             return lane.get(build.__name__)
@@ -60,17 +64,44 @@ def last_task(name: str, wanted: Callable, run: Callable) -> None:
 class Lane:
     def __init__(self, root: Path, works: dict[str, Path], order: list[str], last: dict[str, tuple], factory):
         self.root, self.works, self.order, self.last, self.factory = root, works, order, last, factory
+        self.in_lane = False
+        self.pid = None
+        self.ended = root / "ended"
         (root / "claims").mkdir()
         (root / "done").mkdir()
-        self.proc = None
 
     def start(self) -> None:
-        import multiprocessing
-
+        """Fork the lane, twice: it is no descendant of the tests' process then, whose runner kills every
+        descendant when a run it executes in-process times out (perfsweep.sweep.run), and reaps them."""
         if not self.order and not self.last:
             return
-        self.proc = multiprocessing.get_context("fork").Process(target=self._main, name="test-lane")
-        self.proc.start()
+        pid_file = self.root / "pid"
+        first = os.fork()
+        if first == 0:  # the first child: fork the lane, say its pid, go
+            code = 1
+            try:
+                lane = os.fork()
+                if lane == 0:
+                    try:
+                        self._main()
+                    finally:
+                        os._exit(0)
+                pid_file.write_text(str(lane))
+                code = 0
+            finally:
+                os._exit(code)
+        os.waitpid(first, 0)
+        self.pid = int(pid_file.read_text())
+
+    def running(self) -> bool:
+        """Whether the lane runs (it writes ``ended`` as it ends; a zombie that no init reaps has ended)."""
+        if self.pid is None or self.ended.exists():
+            return False
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X")
 
     def claim(self, name: str) -> bool:
         try:
@@ -88,16 +119,30 @@ class Lane:
             tmp.write_bytes(pickle.dumps(("failed", traceback.format_exc())))
         tmp.rename(done)
 
+    def _build(self, name: str):
+        basename, build, needs = BUILDERS[name]
+        work = self.works.get(name) or self.factory.mktemp(basename)  # (asked for by getfixturevalue)
+        return build(work, *(self.get(need) for need in needs))
+
     def _main(self) -> None:  # the forked process
+        self.in_lane = True
         log = open(self.root / "lane.log", "w", buffering=1)
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
         sys.stdout = sys.stderr = log  # (pytest's capture of the test that started the lane holds them)
+        try:
+            self._work()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            self.ended.touch()
+
+    def _work(self) -> None:
         for name in self.order:
             if self.claim(name):
                 started = time.time()
                 try:
-                    self._put(name, "ok", BUILDERS[name][1](self.works[name]))
+                    self._put(name, "ok", self._build(name))
                 except BaseException:
                     self._put(name, "failed", traceback.format_exc())
                 print(f"{name}: {time.time() - started:.1f} s", flush=True)
@@ -113,7 +158,8 @@ class Lane:
         done = self.root / "done" / name
         deadline = time.time() + TIMEOUT
         while not done.exists():
-            if self.proc is None or (not self.proc.is_alive() and not done.exists()):
+            # (in the lane: a sweep the tests' process makes, which puts it there too)
+            if not self.in_lane and not self.running() and not done.exists():
                 log = self.root / "lane.log"
                 raise AssertionError(f"the test lane ended without {name!r}:\n"
                                      f"{log.read_text()[-4000:] if log.exists() else ''}")
@@ -126,46 +172,60 @@ class Lane:
         return value
 
     def get(self, name: str):
-        """The session sweep ``name``: made here if the lane has not begun it, else the lane's."""
-        if self.claim(name):  # (a sweep no test selected asked for: asked for by getfixturevalue)
-            work = self.works.get(name) or self.factory.mktemp(BUILDERS[name][0])
-            return BUILDERS[name][1](work)
-        return self._result(name)
+        """The session sweep ``name``: made here if no one has begun it (and put where the lane finds it
+        too), else the one the lane (or the tests' process) made."""
+        if not self.claim(name):
+            return self._result(name)
+        try:
+            value = self._build(name)
+        except BaseException:
+            self._put(name, "failed", traceback.format_exc())
+            raise
+        self._put(name, "ok", value)
+        return value
 
     def last_result(self, name: str) -> dict:
         """The value of the lane's last task ``name`` (registered by :func:`last_task`)."""
         return self._result(name)
 
-    def wait(self) -> None:
-        """Wait for the lane to end."""
-        if self.proc is not None:
-            self.proc.join(TIMEOUT)
-            if self.proc.is_alive():
-                self.stop()
+    def wait(self, timeout: float = TIMEOUT) -> None:
+        """Wait for the lane to end (past ``timeout``: stop it)."""
+        deadline = time.time() + timeout
+        while self.running() and time.time() < deadline:
+            time.sleep(0.1)
+        self.stop()
 
     def stop(self) -> None:
         """An interrupted session: stop the lane (SIGINT: its sweeps stopped, the cluster too)."""
         import signal
 
-        if self.proc is not None and self.proc.is_alive():
-            os.kill(self.proc.pid, signal.SIGINT)
-            self.proc.join(60)
-            if self.proc.is_alive():
-                self.proc.kill()
-                self.proc.join()
+        for sig, wait in ((signal.SIGINT, 60), (signal.SIGKILL, 5)):
+            if not self.running():
+                return
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                return
+            deadline = time.time() + wait
+            while self.running() and time.time() < deadline:
+                time.sleep(0.1)
 
 
 @pytest.fixture(scope="session", autouse=True)
 def lane(request, tmp_path_factory):
     """The session's lane, started at its first test: the session sweeps that the tests that need no quiet
-    host ask for, in the order of their first use, then the last task if the selected tests want it."""
+    host ask for, the last first (the tests' process makes the first ones as it reaches them, and the two
+    meet in the middle), then the last task if the selected tests want it."""
     items = request.session.items
     order = []
     for item in items:
         if not item.stash.get(QUIET, False):
             order += [name for name in item.fixturenames if name in BUILDERS and name not in order]
-    names = sorted({name for item in items for name in item.fixturenames if name in BUILDERS})
-    works = {name: tmp_path_factory.mktemp(BUILDERS[name][0]) for name in names}  # made here: no race
+    order.reverse()
+    names = {name for item in items for name in item.fixturenames if name in BUILDERS}
+    while needs := {need for name in names for need in BUILDERS[name][2]} - names:  # and what they build on
+        names |= needs
+    works = {name: tmp_path_factory.mktemp(BUILDERS[name][0]) for name in sorted(names)}  # made here: no race
     last = {name: (run, args) for name, wanted, run in LAST if (args := wanted(items)) is not None}
     work = Lane(tmp_path_factory.mktemp("lane"), works, order, last, tmp_path_factory)
     work.start()

@@ -140,26 +140,25 @@ class Lane:
     def _work(self) -> None:
         for name in self.order:
             if self.claim(name):
-                started = time.time()
-                try:
-                    self._put(name, "ok", self._build(name))
-                except BaseException:
-                    self._put(name, "failed", traceback.format_exc())
-                print(f"{name}: {time.time() - started:.1f} s", flush=True)
+                self._do(name, self._build, name)
         for name, (run, args) in self.last.items():
-            started = time.time()
-            try:
-                self._put(name, "ok", run(self.root, *args))
-            except BaseException:
-                self._put(name, "failed", traceback.format_exc())
-            print(f"{name}: {time.time() - started:.1f} s", flush=True)
+            self._do(name, run, self.root, *args)
+
+    def _do(self, name: str, func, *args) -> None:
+        """Make ``name`` by ``func(*args)``, put it (or the traceback) where the tests find it, log its time."""
+        started = time.time()
+        try:
+            self._put(name, "ok", func(*args))
+        except BaseException:
+            self._put(name, "failed", traceback.format_exc())
+        print(f"{name}: {time.time() - started:.1f} s", flush=True)
 
     def _result(self, name: str):
         done = self.root / "done" / name
         deadline = time.time() + TIMEOUT
         while not done.exists():
             # (in the lane: a sweep the tests' process makes, which puts it there too)
-            if not self.in_lane and not self.running() and not done.exists():
+            if not self.in_lane and not self.running() and not done.exists():  # (put just before it ended)
                 log = self.root / "lane.log"
                 raise AssertionError(f"the test lane ended without {name!r}:\n"
                                      f"{log.read_text()[-4000:] if log.exists() else ''}")

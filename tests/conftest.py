@@ -46,19 +46,30 @@ def workdir(tmp_path):
 
 
 # a test that needs a quiet host: it times runs (marker timing), reads the cluster (slurm) or the machine's
-# daemons (quiet). Its module runs after all others, and it waits for the session's test lane, which makes
-# sweeps and the cluster's work beside the others (tests/sweeps/lane.py).
+# daemons (quiet), or reads a shared sweep that a timing test reads (its runs are timed: it is made on the
+# quiet host too). It runs after all others, and it waits for the session's test lane, which makes sweeps
+# and the cluster's work beside the others (tests/sweeps/lane.py).
 QUIET = pytest.StashKey[bool]()
 QUIET_MARKERS = ("timing", "slurm", "quiet")
 
 
+def _shared_sweeps(item) -> set[str]:
+    """The shared sweeps (session fixtures of tests/sweeps/) an item reads, by name."""
+    defs = getattr(item, "_fixtureinfo", None)
+    defs = defs.name2fixturedefs if defs else {}
+    return {name for name in item.fixturenames if name in defs and name != "lane"
+            and defs[name][-1].scope == "session" and defs[name][-1].func.__module__.startswith("sweeps.")}
+
+
 def pytest_collection_modifyitems(config, items):
-    """The modules with a test that needs a quiet host last (whole modules: their module-scoped fixtures
-    are made once), in their order; their tests marked QUIET."""
-    quiet = {item.path for item in items if any(item.get_closest_marker(m) for m in QUIET_MARKERS)}
-    items.sort(key=lambda item: item.path in quiet)  # stable: every other order kept
+    """The tests that need a quiet host last, marked QUIET; before them the tests whose body the lane may
+    run (lane.lane_test): the lane takes them from the end while the tests' process runs the others, so
+    the two end about together. Stable: every other order kept."""
+    timed = {name for item in items if item.get_closest_marker("timing") for name in _shared_sweeps(item)}
     for item in items:
-        item.stash[QUIET] = item.path in quiet
+        item.stash[QUIET] = (any(item.get_closest_marker(m) for m in QUIET_MARKERS)
+                             or bool(_shared_sweeps(item) & timed))
+    items.sort(key=lambda item: (item.stash[QUIET], hasattr(getattr(item, "function", None), "lane_builder")))
 
 
 _SESSION_START: dict = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeps.lane import lane_test
 from test_compare_sweeps import PERFSWEEP, compare, rows, synthetic_side
 
 ALL = {f"r{k}": 1.2 for k in range(6)}  # every region 20 % slower: the whole program
@@ -344,6 +345,7 @@ def test_the_how_to_lists_the_exit_codes_and_the_cli_reference_every_subcommands
     assert "every subcommand" in section
 
 
+@lane_test
 def test_replicates_fail_the_gate_at_most_at_its_alpha(tmp_path):
     """The gate's false-alarm rate where the seed decides it (bench/compare_false_alarms.py's smallest
     setting: 40 seeded pairs of replicate sweeps, 2 % noise per run and 2 % drift per configuration, one

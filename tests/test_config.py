@@ -10,6 +10,7 @@ from conftest import REPO, snakemake
 from perfsweep.config import load_config, load_config_file
 from perfsweep.errors import ConfigError
 from perfsweep.values import format_value
+from sweeps.lane import lane_test
 
 BASE = {
     "app": {"name": "ljmd", "args": {"steps": 5}},
@@ -136,6 +137,7 @@ def test_snakemake_stops_before_any_job_on_bad_config(tmp_path):
 
 
 @pytest.mark.slow
+@lane_test
 def test_paper_config_plans_all_runs(tmp_path):
     proc = snakemake("-n", "--configfile", REPO / "config" / "ms2-paper.yaml", cwd=tmp_path, timeout=300)
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout, re.MULTILINE))

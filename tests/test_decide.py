@@ -21,6 +21,7 @@ from perfsweep.modeling.pipeline import BOOTSTRAP, ROUND_BOOTSTRAP
 from perfsweep import stats
 from perfsweep.steps import decide, estimate
 from perfsweep.sweep import plan
+from sweeps.lane import lane_test
 from test_designs import sweep_config, write_records
 
 LAW_APP = Path(__file__).resolve().parent / "apps" / "law_app.py"
@@ -274,6 +275,7 @@ NO_FIGURES = ("--omit-from", "figures", "model_sheet", "report_pages", "report_p
 
 
 @pytest.mark.slow
+@lane_test
 def test_a_real_sweep_measures_the_undecided_study_until_its_budget_is_spent(tmp_path):
     """perfsweep run: a study that asks for what its noise cannot give (a 90 % interval 0.1 % wide, every
     resample agreeing) gets more runs until its budget is spent, and says so in one line; one that is

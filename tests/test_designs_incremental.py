@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import snakemake
+from sweeps.lane import lane_test
 from sweeps.tiny import DESIGN_APP, design_config
 
 pytestmark = pytest.mark.slow
@@ -29,6 +30,7 @@ def run_jobs(cfgfile, cwd, *targets):
     return runs_in(proc.stdout + proc.stderr)
 
 
+@lane_test
 def test_switching_designs_or_adding_validation_points_reruns_nothing_measured(tmp_path):
     """One sweep (k = 2) through designs and then validation points: each step measures only what no
     step measured before. Up to the grid figure first (it shows the design's points), then up to every

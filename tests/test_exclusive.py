@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from conftest import snakemake
+from sweeps.lane import lane_test
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +41,7 @@ def overlaps(spans):
     return sum(later[0] < earlier[1] for earlier, later in zip(spans, spans[1:]))
 
 
+@lane_test
 def test_exclusive_runs_never_overlap_and_repetitions_run_in_rounds(tmp_path):
     """The default (exclusive): no two runs overlap. And every configuration's first run before any second
     one, and so on: the k runs of a configuration sample the machine at k times spread over the sweep,

@@ -21,6 +21,7 @@ import yaml
 from perfsweep import layout
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.record import check_record
+from sweeps.lane import lane_test
 from sweeps.tiny import FAULTS_FAILED, FAULTS_NS, fault_config
 
 pytestmark = pytest.mark.slow
@@ -151,6 +152,7 @@ INTERRUPTIONS = [("process group", signal.SIGKILL), ("snakemake alone", signal.S
                  ("perfsweep alone", signal.SIGTERM)]
 
 
+@lane_test
 def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path):
     """One sweep (12 runs of ~0.25 s), started 6 times with the same command: each of the first 5 starts
     is interrupted in a different way (INTERRUPTIONS) once it has measured a run more, the 6th completes.
@@ -238,6 +240,7 @@ def _snakemake_of(proc):
     return smk
 
 
+@lane_test
 def test_sigterm_stops_a_snakemake_that_answers_no_signal(tmp_path):
     """Snakemake's SIGTERM handler takes its scheduler's lock; landing while the scheduler holds it (a make
     test run saw it once), it waits for good and answers no signal. SIGTERM to perfsweep must still stop
@@ -363,6 +366,7 @@ def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(ti
     assert len(pd.read_csv(results / "tables" / "faults" / "runs.csv")) == 6
 
 
+@lane_test
 def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_s_refusal(tmp_path):
     """Two `perfsweep run` started together in one directory (before either's Snakemake has parsed the
     workflow and taken its lock), and a third 3 s later: one measures, the others get perfsweep's refusal
@@ -493,6 +497,7 @@ def test_a_failed_study_leaves_the_report_of_the_others_with_its_failures(faults
     assert leftover_processes(faults_sweep.work / "state") == []
 
 
+@lane_test
 def test_a_full_results_filesystem_is_named_and_a_rerun_after_freeing_space_completes(tmp_path):
     """results/ on a filesystem that is full: a real one, of 2 MiB (tmpfs), mounted in a private user
     and mount namespace (``unshare -rm``): no privilege, no change to the machine, gone with the test's

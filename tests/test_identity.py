@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from conftest import REPO
+from sweeps.lane import lane_test
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -85,6 +86,7 @@ def saved(results: Path, what: str) -> dict[str, bytes]:
     return {str(p.relative_to(results / what)): p.read_bytes() for p in sorted((results / what).rglob("*.json"))}
 
 
+@lane_test
 def test_a_moved_checkout_with_a_new_venv_measures_nothing_again_and_a_changed_launcher_everything(tmp_path):
     old, new = tmp_path / "old", tmp_path / "moved"
     checkout(old)

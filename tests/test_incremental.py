@@ -12,6 +12,7 @@ import yaml
 
 from conftest import snakemake
 from perfsweep.sweep.record import OTHER_LAUNCH
+from sweeps.lane import lane_test
 from sweeps.tiny import NM_APP, NM_TARGETS, nm_config
 
 pytestmark = pytest.mark.slow
@@ -33,6 +34,7 @@ def run_jobs(cfgfile, cwd, targets=NM_TARGETS):
     return len(re.findall(r"^\s*(?:local)?rule run:", proc.stdout + proc.stderr, re.MULTILINE))
 
 
+@lane_test
 def test_reruns_only_what_changed(nm_sweep, tmp_path):
     """On a copy of the shared nm_sweep (its 8 runs: 2 n x 2 m x k=2). A new parameter value and a raised
     k in one step: exactly the 6 new configurations' runs and the 4 old ones' new repetition, which with
@@ -58,6 +60,7 @@ def test_reruns_only_what_changed(nm_sweep, tmp_path):
     assert len(list((results / "archive").rglob("*.json"))) == 18  # every run once, nothing overwritten
 
 
+@lane_test
 def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata(nm_sweep, tmp_path):
     """The records of another launch are set aside and measured again, as `perfsweep plan` says: also
     in a copy of a results directory, where Snakemake has no metadata (its params trigger ran nothing).
@@ -81,6 +84,7 @@ def test_a_changed_launch_is_measured_again_also_where_snakemake_has_no_metadata
     assert run_jobs(cfg, sweep.work, targets) == 8 and len(list((copy / "superseded").rglob("rep*.json"))) == 24
 
 
+@lane_test
 def test_a_raised_timeout_or_retries_measure_again_only_the_runs_they_concern(tmp_path):
     """Neither the timeout nor retries: is part of a run's params. Two studies in one sweep (k = 1): in
     ``slow`` n = 2 sleeps past the timeout of 1 s, in ``flaky`` n = 2 fails until a file exists. Raising
@@ -129,6 +133,7 @@ def test_a_raised_timeout_or_retries_measure_again_only_the_runs_they_concern(tm
     assert run_jobs(cfg, tmp_path, targets) == 0
 
 
+@lane_test
 def test_bundled_repetitions_run_in_one_job_per_configuration_and_only_bundles_with_a_missing_or_superseded_record_run_again(tmp_path):
     """``bundle: repetitions``: one job per configuration with its k = 3 repetitions; a deleted record runs
     its bundle again, a changed app every bundle; then nothing."""

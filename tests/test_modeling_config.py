@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import snakemake
+from sweeps.lane import lane_test
 from test_designs_incremental import runs_in
 
 pytestmark = pytest.mark.slow
@@ -41,6 +42,7 @@ def fit(tmp_path, modeling):
     return runs_in(proc.stdout + proc.stderr), t_logs, model["text"]
 
 
+@lane_test
 def test_log_factors_reach_the_models_and_rerun_only_them(tmp_path):
     runs, t_logs, text = fit(tmp_path, None)
     assert runs == 5 and not t_logs, text  # t from 1: powers only by default

@@ -20,6 +20,7 @@ from perfsweep.sweep import packs
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.pack_run import spent
 from perfsweep.sweep.record import check_record
+from sweeps.lane import lane_test
 from sweeps.tiny import fault_config
 from test_faults import archived
 
@@ -107,6 +108,7 @@ def _records(results):
 
 
 @pytest.mark.slow
+@lane_test
 def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_path):
     """Its own sweep (the shape is the test): fault_app over 6 n x k = 2 (n = 19 fails its first call),
     runs of 0.4 s, packs of at most 4 runs, 1 retry. The pack job's runner is SIGKILLed once its pack

@@ -15,6 +15,7 @@ from perfsweep.config import load_config
 from perfsweep.errors import ConfigError
 from perfsweep.steps import rounds
 from perfsweep.sweep import plan
+from sweeps.lane import lane_test
 
 # An app whose printed time is fixed per configuration and call: n=1 always 1.0 (CV 0); n=2 alternates
 # 1.0, 1.2, 1.0, ... (CV about 0.1). Each call claims the next index of its configuration atomically.
@@ -60,6 +61,7 @@ def measured(new):
 
 
 @pytest.mark.slow
+@lane_test
 def test_tightening_the_target_or_raising_max_runs_only_the_missing_repetitions(tmp_path):
     """One sweep, four `perfsweep run`s: a loose target that both configurations meet; a tightened one (with
     the HTML report, the rounds and the whole workflow's start as they come); the same again (nothing);
@@ -101,6 +103,7 @@ def test_tightening_the_target_or_raising_max_runs_only_the_missing_repetitions(
 
 
 @pytest.mark.slow
+@lane_test
 def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
     # a fixed k with policy remeasure: configurations above the CV threshold are measured again, up to 2k
     results = tmp_path / "results"
@@ -114,6 +117,7 @@ def test_remeasure_measures_only_flagged_configurations_again(tmp_path):
 
 
 @pytest.mark.slow
+@lane_test
 def test_points_an_adaptive_design_adds_get_adaptive_repetitions_too(tmp_path):
     app = "import random, sys; a, b = map(float, sys.argv[1:]); print('time', 0.01 * a * b * (1 + 0.1 * random.random()))"
     cfg = {"app": {"command": f"{sys.executable} -c \"{app}\" {{a}} {{b}}", "time_pattern": "time ([0-9.]+)"},

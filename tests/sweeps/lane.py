@@ -2,18 +2,21 @@
 tests' process: Lane.start says why), while the tests that need no quiet host run (the suite's tests
 stay serial; the lane is the other of the two cores).
 
-A session sweep made with :func:`session_sweep` may be made ahead by the lane: the lane makes the selected
-tests' sweeps, the one they ask for last first, then the session's cluster work (the task
-:func:`last_task` registers: tests/sweeps/slurm.py). Whoever starts a sweep first makes it: a claim file
-decides, so a test that asks for a sweep no one has begun makes it itself, and one that asks for a sweep
-being made waits for it. A sweep comes back as a pickle; what failed in it fails the tests that read it,
-with the traceback.
+The lane first runs the session's cluster work (the task :func:`lane_task` registers:
+tests/sweeps/slurm.py), which no test reads before the quiet part; then the selected tests' session
+sweeps (made with :func:`session_sweep`) and the bodies of the tests made with :func:`lane_test`, the
+one asked for last first. The tests' process makes the first ones as it reaches them, so the two meet
+in the middle and end about together. Whoever starts a sweep first makes it: a claim file decides, so a
+test that asks for a sweep no one has begun makes it itself, and one that asks for a sweep being made
+waits for it. A sweep comes back as a pickle; what failed in it fails the tests that read it, with the
+traceback.
 
-The tests that need a quiet host (markers ``timing``, ``slurm``, ``quiet``: their modules run last,
-conftest.py) wait for the lane to end; the sweeps only they ask for (the paired ones, whose verdicts the
-timing tests read) are made in that quiet part by the tests' process. A process, not a thread: a test's
-monkeypatch of the environment, the working directory or a module cannot reach it. Its own output goes
-to ``lane.log``, with each sweep's time."""
+The tests that need a quiet host (markers ``timing``, ``slurm``, ``quiet``, and the tests that read a
+sweep one of them reads: they run last, conftest.py) wait for the lane to end; the sweeps only they ask
+for (the paired ones, whose verdicts the timing tests read) are made in that quiet part by the tests'
+process. A process, not a thread: a test's monkeypatch of the environment, the working directory or a
+module cannot reach it. Its own output goes to ``lane.log``, with each sweep's time and when it ended.
+"""
 
 from __future__ import annotations
 
@@ -31,8 +34,9 @@ from conftest import QUIET
 
 # fixture name: (directory basename, build(work directory, *the session sweeps it builds on) -> value, their names)
 BUILDERS: dict[str, tuple[str, Callable, tuple[str, ...]]] = {}
-# the lane's last task: (name, the arguments it needs for the selected tests or None, run(root, *args))
-LAST: list[tuple[str, Callable, Callable]] = []
+# the lane's tasks, run before its sweeps: (name, the arguments it needs for the selected tests or None,
+# run(root, *args))
+TASKS: list[tuple[str, Callable, Callable]] = []
 TIMEOUT = 2400  # seconds the lane may take in all
 
 
@@ -55,15 +59,54 @@ def session_sweep(basename: str):
     return wrap
 
 
-def last_task(name: str, wanted: Callable, run: Callable) -> None:
-    """Register the lane's last task: ``wanted(items)`` its arguments for the selected tests (None: not
-    wanted), ``run(root, *arguments)`` its value (a dict)."""
-    LAST.append((name, wanted, run))
+def lane_test(test):
+    """Decorator: the test's body (its ``tmp_path`` and the session sweeps it reads as parameters, nothing
+    else) may run in the lane, ahead and beside the other tests; the test then fails with what failed
+    there, traceback included, or passes. If no one has begun it when the test runs, it runs in the
+    test's own process as any test does. For tests that run their own sweeps of minutes, whose steps
+    are the case (an interrupted sweep, a changed config): their assertions are made as written, in
+    whichever process ran them."""
+    import functools
+    import inspect
+
+    params = tuple(inspect.signature(test).parameters)
+    sweeps = tuple(p for p in params if p != "tmp_path")
+    unknown = [p for p in sweeps if p not in BUILDERS]
+    if unknown:
+        raise TypeError(f"{test.__qualname__}: a lane test takes tmp_path and session sweeps only, not {unknown}")
+    name = f"{test.__module__}.{test.__name__}"
+
+    def build(work, *values):
+        try:
+            test(**dict(zip(sweeps, values)), **({"tmp_path": work} if "tmp_path" in params else {}))
+        except pytest.skip.Exception as skip:  # (pytest.skip in the body: the test is skipped, wherever it ran)
+            return str(skip.msg)
+        return None
+
+    BUILDERS[name] = (test.__name__[:30], build, sweeps)
+
+    @functools.wraps(test)
+    def run(lane):
+        __tracebackhide__ = True  # (what failed in the body is in the message, with its traceback)
+        skipped = lane.get(name)
+        if skipped is not None:
+            pytest.skip(skipped)
+
+    del run.__wrapped__  # (pytest reads the parameters of the signature below: the lane only)
+    run.__signature__ = inspect.Signature([inspect.Parameter("lane", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    run.lane_builder = name
+    return run
+
+
+def lane_task(name: str, wanted: Callable, run: Callable) -> None:
+    """Register a task the lane runs before its sweeps: ``wanted(items)`` its arguments for the selected
+    tests (None: not wanted), ``run(root, *arguments)`` its value (a dict)."""
+    TASKS.append((name, wanted, run))
 
 
 class Lane:
-    def __init__(self, root: Path, works: dict[str, Path], order: list[str], last: dict[str, tuple], factory):
-        self.root, self.works, self.order, self.last, self.factory = root, works, order, last, factory
+    def __init__(self, root: Path, works: dict[str, Path], order: list[str], tasks: dict[str, tuple], factory):
+        self.root, self.works, self.order, self.tasks, self.factory = root, works, order, tasks, factory
         self.in_lane = False
         self.pid = None
         self.ended = root / "ended"
@@ -73,7 +116,7 @@ class Lane:
     def start(self) -> None:
         """Fork the lane, twice: it is no descendant of the tests' process then, whose runner kills every
         descendant when a run it executes in-process times out (perfsweep.sweep.run), and reaps them."""
-        if not self.order and not self.last:
+        if not self.order and not self.tasks:
             return
         pid_file = self.root / "pid"
         first = os.fork()
@@ -126,6 +169,7 @@ class Lane:
 
     def _main(self) -> None:  # the forked process
         self.in_lane = True
+        self.t0 = time.time()
         log = open(self.root / "lane.log", "w", buffering=1)
         os.dup2(log.fileno(), 1)
         os.dup2(log.fileno(), 2)
@@ -135,14 +179,15 @@ class Lane:
         except BaseException:
             traceback.print_exc()
         finally:
+            print(f"lane ended after {time.time() - self.t0:.0f} s", flush=True)
             self.ended.touch()
 
     def _work(self) -> None:
+        for name, (run, args) in self.tasks.items():
+            self._do(name, run, self.root, *args)
         for name in self.order:
             if self.claim(name):
                 self._do(name, self._build, name)
-        for name, (run, args) in self.last.items():
-            self._do(name, run, self.root, *args)
 
     def _do(self, name: str, func, *args) -> None:
         """Make ``name`` by ``func(*args)``, put it (or the traceback) where the tests find it, log its time."""
@@ -151,9 +196,10 @@ class Lane:
             self._put(name, "ok", func(*args))
         except BaseException:
             self._put(name, "failed", traceback.format_exc())
-        print(f"{name}: {time.time() - started:.1f} s", flush=True)
+        print(f"{name}: {time.time() - started:.1f} s (ended {time.time() - self.t0:.0f} s into the lane)", flush=True)
 
     def _result(self, name: str):
+        __tracebackhide__ = True
         done = self.root / "done" / name
         deadline = time.time() + TIMEOUT
         while not done.exists():
@@ -167,12 +213,13 @@ class Lane:
             time.sleep(0.1)
         status, value = pickle.loads(done.read_bytes())
         if status != "ok":
-            raise AssertionError(f"the test lane failed to make {name!r}:\n{value}")
+            raise AssertionError(f"{name!r} failed in the test lane:\n{value}")
         return value
 
     def get(self, name: str):
         """The session sweep ``name``: made here if no one has begun it (and put where the lane finds it
         too), else the one the lane (or the tests' process) made."""
+        __tracebackhide__ = True
         if not self.claim(name):
             return self._result(name)
         try:
@@ -183,8 +230,8 @@ class Lane:
         self._put(name, "ok", value)
         return value
 
-    def last_result(self, name: str) -> dict:
-        """The value of the lane's last task ``name`` (registered by :func:`last_task`)."""
+    def task_result(self, name: str) -> dict:
+        """The value of the lane's task ``name`` (registered by :func:`lane_task`)."""
         return self._result(name)
 
     def wait(self, timeout: float = TIMEOUT) -> None:
@@ -210,23 +257,30 @@ class Lane:
                 time.sleep(0.1)
 
 
+def _sweeps_of(item) -> list[str]:
+    """The session sweeps (and the lane test) an item asks for."""
+    names = [name for name in item.fixturenames if name in BUILDERS]
+    own = getattr(getattr(item, "function", None), "lane_builder", None)
+    return names + [own] if own else names
+
+
 @pytest.fixture(scope="session", autouse=True)
 def lane(request, tmp_path_factory):
-    """The session's lane, started at its first test: the session sweeps that the tests that need no quiet
-    host ask for, the last first (the tests' process makes the first ones as it reaches them, and the two
-    meet in the middle), then the last task if the selected tests want it."""
+    """The session's lane, started at its first test: its tasks if the selected tests want them, then the
+    session sweeps and lane tests of the tests that need no quiet host, the last first (the tests'
+    process makes the first ones as it reaches them, and the two meet in the middle)."""
     items = request.session.items
     order = []
     for item in items:
         if not item.stash.get(QUIET, False):
-            order += [name for name in item.fixturenames if name in BUILDERS and name not in order]
+            order += [name for name in _sweeps_of(item) if name not in order]
     order.reverse()
-    names = {name for item in items for name in item.fixturenames if name in BUILDERS}
+    names = {name for item in items for name in _sweeps_of(item)}
     while needs := {need for name in names for need in BUILDERS[name][2]} - names:  # and what they build on
         names |= needs
     works = {name: tmp_path_factory.mktemp(BUILDERS[name][0]) for name in sorted(names)}  # made here: no race
-    last = {name: (run, args) for name, wanted, run in LAST if (args := wanted(items)) is not None}
-    work = Lane(tmp_path_factory.mktemp("lane"), works, order, last, tmp_path_factory)
+    tasks = {name: (run, args) for name, wanted, run in TASKS if (args := wanted(items)) is not None}
+    work = Lane(tmp_path_factory.mktemp("lane"), works, order, tasks, tmp_path_factory)
     work.start()
     yield work
     work.stop()

@@ -1,7 +1,7 @@
 """The sweeps on the local SLURM cluster (perfsweep.cluster.local_slurm: a real controller and two nodes n1, n2
 of one CPU each on this host), through workflow/profiles/local-slurm, as tests/test_slurm.py reads them.
 
-The session's cluster work (``cluster_work``, below: the last task of the test lane, tests/sweeps/lane.py)
+The session's cluster work (``cluster_work``, below: the first task of the test lane, tests/sweeps/lane.py)
 starts the cluster once, runs the shared sweeps and then tests/test_slurm_faults.py's fault sweeps, and
 stops the cluster, beside the tests that need no quiet host; ``slurm_sweeps`` is its first part. The shared sweeps run all at the same
 time (one Snakemake process each): the two one-CPU nodes are the bottleneck (each run job costs about 5 s of a node, two
@@ -44,7 +44,7 @@ import pytest
 
 from conftest import BIN, REPO
 from sweeps import Sweep
-from sweeps.lane import last_task
+from sweeps.lane import lane_task
 
 PROFILE = REPO / "workflow" / "profiles" / "local-slurm"
 OPT_IN = "PERFSWEEP_TEST_SLURM"
@@ -264,7 +264,7 @@ def slurm_nice(job_id):
     return next((int(w.removeprefix("Nice=")) for w in words if w.startswith("Nice=")), None)
 
 
-# ---- the session's cluster work: the test lane's last task (tests/sweeps/lane.py)
+# ---- the session's cluster work: the test lane's first task (tests/sweeps/lane.py)
 
 # the parts of the work, by the fixture a test asks for: the shared sweeps; the fault sweeps of
 # tests/test_slurm_faults.py (tests/sweeps/slurm_faults.py), on the cluster with fast-fault timeouts
@@ -319,7 +319,7 @@ def cluster_work(root: Path, parts: set[str]) -> dict:
     return out
 
 
-last_task("cluster", cluster_wanted, cluster_work)
+lane_task("cluster", cluster_wanted, cluster_work)
 
 
 def cluster_part(lane, part: str):
@@ -328,7 +328,7 @@ def cluster_part(lane, part: str):
     reason = cluster_skip_reason()
     if reason:
         pytest.skip(reason)
-    results = lane.last_result("cluster")
+    results = lane.task_result("cluster")
     for step in ("cluster", "fast", part) if part != "shared" else ("cluster", part):
         status, value = results.get(step, ("failed", "not run"))
         if status != "ok":

@@ -295,3 +295,47 @@ def test_a_runner_that_cannot_follow_its_run_leaves_a_failure_record_with_the_ca
     assert rec["error"].startswith("perfsweep's runner failed: OverflowError: "), rec["error"]
     assert json.loads(out.read_text())["error"] == rec["error"]
     assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1
+
+
+def test_a_crash_by_a_signal_without_a_name_is_named_by_its_number(tmp_path):
+    """A real-time signal (40: between SIGRTMIN and SIGRTMAX, which have no names of their own) ends the
+    app: the record names the signal by its number."""
+    sweep = sweep_for(f"{PY} -c 'import os; print(\"ran {{n}}\", flush=True); os.kill(os.getpid(), 40)'", tmp_path)
+    rec = execute(spec_of(sweep), tmp_path / "rec.json")
+    assert rec["status"] == "failed" and rec["returncode"] == -40
+    assert rec["error"] == "killed by signal 40: ran 1"
+
+
+@pytest.mark.parametrize("report, error", [
+    ({"ranks": []}, "no list of ranks"),
+    ({"ranks": [{"rank": 0, "total": 0.25}], "time": -1}, "time -1 is not a finite number >= 0"),
+])
+def test_a_timings_file_without_ranks_or_with_no_time_fails_its_run(tmp_path, monkeypatch, report, error):
+    monkeypatch.chdir(tmp_path)
+    text = json.dumps(report).replace("{", "{{").replace("}", "}}")  # (braces of the command are placeholders)
+    writer = f"{PY} -c 'import json, sys; json.dump(json.loads(sys.argv[1]), open(\"t-{{n}}.json\", \"w\"))' '{text}'"
+    rec = execute(spec_of(sweep_for(writer, tmp_path, app={"timings_json": "t-{n}.json"})), tmp_path / "rec.json")
+    assert rec["status"] == "failed" and rec["time"] is None
+    assert f"timings file t-1.json: {error}" in rec["error"], rec["error"]
+
+
+def test_a_damaged_file_where_the_record_goes_is_measured_over(tmp_path):
+    """What stands at the output and is no whole record (here: a cut one) is no run measured meanwhile:
+    the run is measured, and its record is the output (the archive has the one attempt)."""
+    sweep = sweep_for(f"{PY} -c 'print({{n}})'", tmp_path)
+    spec = spec_of(sweep)
+    out = tmp_path / "rec.json"
+    out.write_text('{"run_id": "s/n=1/rep0", "status": "o')
+    assert main(runner_argv(spec, out)) == 0
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "ok" and rec["run_id"] == "s/n=1/rep0"
+    assert len(list((tmp_path / "results" / "archive").rglob("*.json"))) == 1
+
+
+def test_a_bundle_needs_one_output_per_spec(tmp_path, capsys):
+    spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        main(["--spec", spec.to_json(), "--spec", spec.to_json(), "--output", str(tmp_path / "a.json"),
+              "--timeout", "5"])
+    assert exc.value.code == 2 and "give one --output per --spec" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()  # nothing ran

@@ -222,6 +222,27 @@ def test_adaptive_stops_when_its_budget_is_spent(tmp_path):
     assert state["rounds"][0]["core_hours"] == pytest.approx(27 / 3600)
 
 
+def test_a_raised_budget_decides_again_on_the_same_points_without_a_new_round(tmp_path):
+    """A design stopped by its budget, the budget raised: the next round step decides again on the
+    points it had (no new round, no new fit of the same records) and adds the points of most
+    disagreement."""
+    vary = {"n": [200, 400, 600, 800, 1000], "m": [1, 2, 3, 4, 5]}
+    design = {"kind": "adaptive", "extra": 0, "per_round": 2, "budget": 0.001}
+    sweep = load_config(sweep_config(vary, design, results=tmp_path, k=3))
+    study = sweep.study("s")
+    write_records(tmp_path, study, study.configurations(), product, wall=1.0)
+    assert adapt.next_round(sweep, tmp_path) is False
+    before = json.loads(plan.points_path(tmp_path, "s").read_text())
+    assert before["stopped"] == "budget spent" and len(before["rounds"]) == 1
+    sweep = load_config(sweep_config(vary, {**design, "budget": 1.0}, results=tmp_path, k=3))
+    assert adapt.next_round(sweep, tmp_path) is True
+    after = json.loads(plan.points_path(tmp_path, "s").read_text())
+    assert len(after["rounds"]) == 1 and after["stopped"] is None  # the same round, decided again
+    (entry,) = after["rounds"]
+    assert entry["lead"] == before["rounds"][0]["lead"] and entry["model"] == before["rounds"][0]["model"]
+    assert len(after["points"]) == 2 and entry["added"] == after["points"]
+
+
 def test_an_adaptive_design_without_a_model_stops_and_says_why(tmp_path, capsys):
     vary = {"n": [-1, 0, 1, 2], "m": [1, 2, 3]}  # values <= 0: no PMNF model
     sweep = load_config(sweep_config(vary, {"kind": "adaptive", "extra": 1}, results=tmp_path, k=2))

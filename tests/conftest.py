@@ -54,7 +54,8 @@ QUIET_MARKERS = ("timing", "slurm", "quiet")
 
 
 def _shared_sweeps(item) -> set[str]:
-    """The shared sweeps (session fixtures of tests/sweeps/) an item reads, by name."""
+    """The shared sweeps (session fixtures of tests/sweeps/) an item reads, by name (pytest's fixture info
+    of the item: no public API gives a fixture's scope and module)."""
     defs = getattr(item, "_fixtureinfo", None)
     defs = defs.name2fixturedefs if defs else {}
     return {name for name in item.fixturenames if name in defs and name != "lane"

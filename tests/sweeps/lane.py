@@ -12,7 +12,7 @@ waits for it. A sweep comes back as a pickle; what failed in it fails the tests 
 traceback.
 
 The tests that need a quiet host (markers ``timing``, ``slurm``, ``quiet``, and the tests that read a
-sweep one of them reads: they run last, conftest.py) wait for the lane to end; the sweeps only they ask
+sweep a ``timing`` test reads: they run last, conftest.py) wait for the lane to end; the sweeps only they ask
 for (the paired ones, whose verdicts the timing tests read) are made in that quiet part by the tests'
 process. A process, not a thread: a test's monkeypatch of the environment, the working directory or a
 module cannot reach it. Its own output goes to ``lane.log``, with each sweep's time and when it ended.

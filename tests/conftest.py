@@ -63,14 +63,13 @@ def _shared_sweeps(item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that need a quiet host last, marked QUIET; before them the tests whose body the lane may
-    run (lane.lane_test): the lane takes them from the end while the tests' process runs the others, so
-    the two end about together. Stable: every other order kept."""
+    """The tests that need a quiet host last, in their order, marked QUIET (tests/sweeps/lane.py puts its
+    lane tests just before them)."""
     timed = {name for item in items if item.get_closest_marker("timing") for name in _shared_sweeps(item)}
     for item in items:
         item.stash[QUIET] = (any(item.get_closest_marker(m) for m in QUIET_MARKERS)
                              or bool(_shared_sweeps(item) & timed))
-    items.sort(key=lambda item: (item.stash[QUIET], hasattr(getattr(item, "function", None), "lane_builder")))
+    items.sort(key=lambda item: item.stash[QUIET])  # stable: every other order kept
 
 
 _SESSION_START: dict = {}

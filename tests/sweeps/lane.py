@@ -257,11 +257,24 @@ class Lane:
                 time.sleep(0.1)
 
 
+def _lane_builder(item) -> str | None:
+    """The builder of a lane test's body (:func:`lane_test`), None for any other item."""
+    return getattr(getattr(item, "function", None), "lane_builder", None)
+
+
 def _sweeps_of(item) -> list[str]:
     """The session sweeps (and the lane test) an item asks for."""
     names = [name for name in item.fixturenames if name in BUILDERS]
-    own = getattr(getattr(item, "function", None), "lane_builder", None)
+    own = _lane_builder(item)
     return names + [own] if own else names
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The lane tests after the other tests that need no quiet host (conftest.py, before this, marked and
+    put last those that need one): the lane takes them from the end while the tests' process runs the
+    others, so the two end about together. Stable: every other order kept."""
+    items.sort(key=lambda item: (item.stash.get(QUIET, False), _lane_builder(item) is not None))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -20,6 +20,7 @@ from perfsweep.sweep import packs
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.pack_run import spent
 from perfsweep.sweep.record import check_record
+from perfsweep.sweep.run import descendants
 from sweeps.lane import lane_test
 from sweeps.tiny import fault_config
 from test_faults import archived
@@ -107,6 +108,28 @@ def _records(results):
     return {p.relative_to(results / "runs").as_posix(): check_record(p) for p in (results / "runs").rglob("rep*.json")}
 
 
+def _kill_mid_run(pid, outputs):
+    """SIGKILL the pack runner ``pid`` if it is measuring one of ``outputs``, else let it go on; whether it
+    was killed. The runner is stopped (SIGSTOP) before its state is read, so that the run cannot end
+    between the look and the kill: one of the outputs' lock files holds the attempt (pack_run) and the
+    app, a child of the runner, still runs, so the runner has not archived the attempt."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return False
+    try:
+        while (state := Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) not in "Tt":
+            if state in "ZX":  # it ended before the signal
+                return False
+            time.sleep(0.001)
+        measuring = any(layout.record_lock(out).exists() and layout.record_lock(out).stat().st_size
+                        and not out.exists() for out in outputs) and descendants(pid)
+    except OSError:  # it ended
+        return False
+    os.kill(pid, signal.SIGKILL if measuring else signal.SIGCONT)
+    return bool(measuring)
+
+
 @pytest.mark.slow
 @lane_test
 def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_path):
@@ -132,16 +155,13 @@ def test_a_killed_pack_keeps_its_runs_and_the_next_start_measures_the_rest(tmp_p
     while time.time() - t0 < 120 and killed is None and proc.poll() is None:
         for pack_file in (results / "packs").glob("r0-*.json") if (results / "packs").is_dir() else []:
             outputs = [out for _, _, out in json.loads(pack_file.read_text())["runs"]]
-            # a run after the pack's first in flight: its lock file holds the attempt (pack_run)
-            if len(outputs) >= 3 and (tmp_path / outputs[0]).exists() and any(
-                    layout.record_lock(tmp_path / out).exists() and layout.record_lock(tmp_path / out).stat().st_size
-                    for out in outputs[1:]):
-                runner = subprocess.run(["pgrep", "-n", "-f", "--", f"python.* -m perfsweep.runner --pack "
-                                         f"{pack_file.relative_to(tmp_path)}"], capture_output=True, text=True).stdout.split()
-                if runner:
-                    os.kill(int(runner[0]), signal.SIGKILL)
-                    killed = pack_file.stem
-                    break
+            if len(outputs) < 3 or not (tmp_path / outputs[0]).exists():
+                continue
+            runner = subprocess.run(["pgrep", "-n", "-f", "--", f"python.* -m perfsweep.runner --pack "
+                                     f"{pack_file.relative_to(tmp_path)}"], capture_output=True, text=True).stdout.split()
+            if runner and _kill_mid_run(int(runner[0]), [tmp_path / out for out in outputs[1:]]):
+                killed = pack_file.stem
+                break
         time.sleep(0.02)
     out, _ = proc.communicate(timeout=600)
     assert killed, "no pack was caught mid-way"

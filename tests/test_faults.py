@@ -21,6 +21,7 @@ import yaml
 from perfsweep import layout
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.record import check_record
+from perfsweep.sweep.run import descendants
 from sweeps.lane import lane_test
 from sweeps.tiny import FAULTS_FAILED, FAULTS_NS, fault_config
 
@@ -286,7 +287,7 @@ def test_a_signal_to_one_runner_alone(tmp_path, sig):
     """SIGINT to a runner alone (Ctrl-C that Snakemake missed: its logger swallows a KeyboardInterrupt
     that lands while it writes) leaves no failure record: the sweep goes on, and the same command
     measures that run. SIGKILL (the OOM killer) ends the run for good: a failure record that says so.
-    2 runs of 1 s (the signal lands 0.3 s into the first), up to the runs table."""
+    2 runs of 1 s (the signal lands once the first's app runs), up to the runs table."""
     state = tmp_path / "state"
     state.mkdir()
     results, cfg = tmp_path / "results", tmp_path / "c.yaml"
@@ -301,7 +302,9 @@ def test_a_signal_to_one_runner_alone(tmp_path, sig):
             time.sleep(0.02)
         pid, cmd = runners[0]
         output = Path(re.search(r"--output (\S+)", cmd).group(1))
-        time.sleep(0.3)  # the app has started
+        while not descendants(pid):  # the app has started (on a slow host later than 0.3 s in)
+            assert time.time() - t0 < 120 and proc.poll() is None, "the runner started no app"
+            time.sleep(0.01)
         os.kill(pid, sig)
         out, err = proc.communicate(timeout=300)
     finally:

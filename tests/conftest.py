@@ -18,6 +18,17 @@ def runner_argv(spec, output, *more):
     return ["--spec", spec.to_json(), "--output", str(output), "--timeout", repr(spec.timeout), *map(str, more)]
 
 
+def wait_for_app(runner_pid, proc, timeout=120):
+    """Wait until the runner ``runner_pid`` has started its app (it has a child: its signal handlers are set
+    by then), while ``proc`` runs; a fixed sleep is too short on a slow host."""
+    from perfsweep.sweep.run import descendants
+
+    t0 = time.time()
+    while not descendants(runner_pid):
+        assert time.time() - t0 < timeout and proc.poll() is None, "the runner started no app"
+        time.sleep(0.01)
+
+
 def snakemake(*args, cwd=REPO, check=True, timeout=900):
     """Run the real Snakemake on the project's Snakefile; returns the CompletedProcess."""
     cmd = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), *map(str, args)]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import runner_argv
+from conftest import runner_argv, wait_for_app
 from perfsweep.sweep.ended import ended_record, record_ended_runs, slurm_end
 from perfsweep.cluster.launch import MPIEXEC, ClusterSettings, expand_hostlist, parse_job, placement, resolve
 from perfsweep.config import load_config
@@ -189,7 +189,6 @@ def test_a_local_bundle_interrupted_by_ctrl_c_leaves_no_failure_record_and_runs_
     import signal
     import subprocess
     import sys
-    import time
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
@@ -201,7 +200,7 @@ def test_a_local_bundle_interrupted_by_ctrl_c_leaves_no_failure_record_and_runs_
     manifest = tmp_path / "results" / "bundles" / "s" / "n=30.txt"
     job = [sys.executable, "-m", "perfsweep.runner", *argv, "--retries", "0", "--manifest", str(manifest)]
     proc = subprocess.Popen([*job, "--attempt", "1"], stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    wait_for_app(proc.pid, proc)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=20) == 128 + signal.SIGINT
     assert "s/n=30/rep0: terminated by signal 2; attempt archived" in proc.stderr.read()

@@ -21,7 +21,7 @@ import yaml
 from perfsweep import layout
 from perfsweep.sweep.order import run_order
 from perfsweep.sweep.record import check_record
-from perfsweep.sweep.run import descendants
+from conftest import wait_for_app
 from sweeps.lane import lane_test
 from sweeps.tiny import FAULTS_FAILED, FAULTS_NS, fault_config
 
@@ -302,9 +302,7 @@ def test_a_signal_to_one_runner_alone(tmp_path, sig):
             time.sleep(0.02)
         pid, cmd = runners[0]
         output = Path(re.search(r"--output (\S+)", cmd).group(1))
-        while not descendants(pid):  # the app has started (on a slow host later than 0.3 s in)
-            assert time.time() - t0 < 120 and proc.poll() is None, "the runner started no app"
-            time.sleep(0.01)
+        wait_for_app(pid, proc)
         os.kill(pid, sig)
         out, err = proc.communicate(timeout=300)
     finally:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import runner_argv
+from conftest import runner_argv, wait_for_app
 from perfsweep.cluster.launch import resolve
 from perfsweep.config import load_config
 from perfsweep.sweep.run import execute, main
@@ -181,13 +181,12 @@ def test_a_true_flag_option_is_passed_without_a_value_and_a_false_one_not_at_all
 def test_terminated_run_leaves_a_killed_record_in_the_archive(tmp_path):
     import signal
     import subprocess
-    import time
 
     sweep = sweep_for(f"{PY} -c 'import time; time.sleep(30 + {{n}})'", tmp_path)
     spec = spec_of(sweep)
     out = tmp_path / "rec.json"
     proc = subprocess.Popen([PY, "-m", "perfsweep.runner", *runner_argv(spec, out)])
-    time.sleep(1.5)
+    wait_for_app(proc.pid, proc)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=20) == 128 + signal.SIGTERM
     assert not out.exists()  # no half-written result

@@ -59,6 +59,31 @@ def test_timeout_kills_the_process_group(tmp_path):
     assert rec["launch"]["timeout"] == 0.5 and "killed after the timeout of 0.5 s (config key timeout:" in rec["error"]
 
 
+def test_a_timeout_kills_the_apps_processes_and_spares_the_callers_own(tmp_path):
+    """execute() in a process that has children of its own (a tool that embeds the runner; the test
+    session's lane was one): a run that times out takes its app and the app's helper down, and neither
+    kills nor reaps the caller's child started before it."""
+    import subprocess
+    import time
+
+    own = subprocess.Popen(["sleep", "60"])
+    helper_pid = tmp_path / "helper.pid"
+    app = (f"import subprocess, time; p = subprocess.Popen(['sleep', '60']); "
+           f"open('{helper_pid}', 'w').write(str(p.pid)); time.sleep(30 + {{n}})")
+    try:
+        rec = execute(spec_of(sweep_for(f"{PY} -c \"{app}\"", tmp_path, timeout=1)), tmp_path / "rec.json")
+        assert rec["status"] == "timeout"
+        helper = Path(f"/proc/{helper_pid.read_text()}/stat")
+        t0 = time.time()
+        while helper.exists() and helper.read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.time() - t0 < 10:
+            time.sleep(0.05)
+        assert not helper.exists() or helper.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed
+        assert own.poll() is None  # alive, and not reaped by the runner
+    finally:
+        own.kill()
+        own.wait()
+
+
 def test_a_run_that_timed_out_under_a_shorter_timeout_is_of_another_launch(tmp_path):
     """RunSpec.launched: a raised timeout makes the runs that timed out run again, and only those."""
     spec = spec_of(sweep_for(f"{PY} -c 'print({{n}})'", tmp_path, timeout=60))

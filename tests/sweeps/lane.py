@@ -114,8 +114,9 @@ class Lane:
         (root / "done").mkdir()
 
     def start(self) -> None:
-        """Fork the lane, twice: it is no descendant of the tests' process then, whose runner kills every
-        descendant when a run it executes in-process times out (perfsweep.sweep.run), and reaps them."""
+        """Fork the lane, twice: it is no descendant of the tests' process then, so that nothing a test
+        does to that process's children reaches it (a kill or a wait of every child: the runner's
+        timeout did both, in-process, before it learnt to spare its caller's own: perfsweep.sweep.run)."""
         if not self.order and not self.tasks:
             return
         pid_file = self.root / "pid"

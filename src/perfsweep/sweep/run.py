@@ -97,10 +97,12 @@ def _now() -> str:
 
 def _run_process(command: list[str], timeout: float,
                  env: dict[str, str] | None = None) -> tuple[int | None, str, str, float]:
-    """Run in its own process group; on timeout kill the whole process tree: the group and every
+    """Run in its own process group; on timeout kill the app's whole process tree: its group and every
     descendant, also those that left the group (setsid, a daemon: under :func:`become_subreaper` they
-    stay this process's descendants). Returns (rc|None, out, err, wall)."""
+    stay this process's descendants). Processes of the caller's own (children it had before the launch)
+    are left alone. Returns (rc|None, out, err, wall)."""
     t0 = time.perf_counter()
+    theirs = set(children(os.getpid()))  # the caller's: not the app's
     # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             env=env)
@@ -108,13 +110,13 @@ def _run_process(command: list[str], timeout: float,
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, _decode(out), _decode(err), time.perf_counter() - t0
     except subprocess.TimeoutExpired:
-        _kill_tree(proc)
+        _kill_tree(proc, theirs)
         out, err = proc.communicate()
-        _reap_descendants()
+        _reap_orphans(theirs)
         return None, _decode(out), _decode(err), time.perf_counter() - t0
     except BaseException:
         # interrupted (SIGINT/SIGTERM from Snakemake or scancel): take the app down with us
-        _kill_tree(proc)
+        _kill_tree(proc, theirs)
         raise
 
 
@@ -131,50 +133,66 @@ def become_subreaper() -> None:
         pass
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux: /proc/PID/task/TID/children); none without /proc."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        return [int(c) for t in tasks for c in Path(f"/proc/{pid}/task/{t}/children").read_text().split()]
+    except (OSError, ValueError):  # it ended, or no /proc
+        return []
+
+
 def descendants(pid: int) -> list[int]:
-    """Every process under ``pid`` (Linux: /proc/PID/task/TID/children), children before their own."""
+    """Every process under ``pid``, children before their own."""
     found, todo = [], [pid]
     while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-            children = [int(c) for t in tasks for c in Path(f"/proc/{parent}/task/{t}/children").read_text().split()]
-        except (OSError, ValueError):  # it ended, or no /proc
-            children = []
-        found += children
-        todo += children
+        below = children(todo.pop())
+        found += below
+        todo += below
     return found
 
 
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL to the app's process group and to every descendant of this process."""
+def _the_apps(theirs: set[int]) -> list[int]:
+    """What is under this process and not the caller's (``theirs``: its children before the launch, and
+    what is under them): the app, what it started, and its orphans that came to this process."""
+    mine = [c for c in children(os.getpid()) if c not in theirs]
+    return [pid for c in mine for pid in (c, *descendants(c))]
+
+
+def _kill_tree(proc: subprocess.Popen, theirs: set[int]) -> None:
+    """SIGKILL to the app's process group and to every process of the app's (:func:`_the_apps`)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    for pid in descendants(os.getpid()):
+    for pid in _the_apps(theirs):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
 
 
-def _reap_descendants(wait: float = 5.0) -> None:
-    """After the app itself was reaped: kill and reap what is left under this process (orphans that
-    came to it as their killed parents exited), until nothing is, or ``wait`` seconds passed."""
+def _reap_orphans(theirs: set[int], wait: float = 5.0) -> None:
+    """After the app itself was reaped: kill and reap what is left of it under this process (orphans that
+    came to it as their killed parents exited), until nothing is, or ``wait`` seconds passed. The
+    caller's own children (``theirs``) are neither killed nor reaped."""
     end = time.monotonic() + wait
     while time.monotonic() < end:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return  # no child left
-        if pid == 0:
-            for late in descendants(os.getpid()):
-                try:
-                    os.kill(late, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.01)
+        left = [c for c in children(os.getpid()) if c not in theirs]
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, os.WNOHANG)
+            except (OSError, ChildProcessError):
+                pass
+        for pid in _the_apps(theirs):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)
 
 
 def _decode(data: bytes | None) -> str:

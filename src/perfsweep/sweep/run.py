@@ -165,10 +165,14 @@ def _kill_tree(proc: subprocess.Popen, theirs: set[int]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    for pid in _the_apps(theirs):
+    _kill(_the_apps(theirs))
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
-        except OSError:
+        except OSError:  # it ended
             pass
 
 
@@ -181,16 +185,11 @@ def _reap_orphans(theirs: set[int], wait: float = 5.0) -> None:
         left = [c for c in children(os.getpid()) if c not in theirs]
         if not left:
             return
+        _kill(_the_apps(theirs))
         for pid in left:
             try:
-                os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, os.WNOHANG)
-            except (OSError, ChildProcessError):
-                pass
-        for pid in _the_apps(theirs):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
+            except ChildProcessError:
                 pass
         time.sleep(0.01)
 

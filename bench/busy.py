@@ -28,8 +28,13 @@ class Load:
         self.proc.wait()
 
 
+def _exit(signum: int, _frame) -> None:
+    sys.exit(128 + signum)
+
+
 def main(argv: list[str]) -> int:
     command = argv[argv.index("--") + 1:] if "--" in argv else argv
+    signal.signal(signal.SIGTERM, _exit)  # `kill` stops the load too (its child has a session of its own)
     load = Load()
     try:
         if not command:

@@ -101,8 +101,8 @@ def _run_process(command: list[str], timeout: float,
     descendant, also those that left the group (setsid, a daemon: under :func:`become_subreaper` they
     stay this process's descendants). Processes of the caller's own (children it had before the launch)
     are left alone. Returns (rc|None, out, err, wall)."""
-    t0 = time.perf_counter()
     theirs = set(children(os.getpid()))  # the caller's: not the app's
+    t0 = time.perf_counter()
     # bytes, decoded here: an app may print anything (non-UTF-8 bytes, binary garbage)
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
                             env=env)

@@ -155,7 +155,7 @@ INTERRUPTIONS = [("process group", signal.SIGKILL), ("snakemake alone", signal.S
 
 @lane_test
 def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothing(tmp_path):
-    """One sweep (12 runs of ~0.25 s), started 6 times with the same command: each of the first 5 starts
+    """One sweep (24 runs of ~0.25 s), started 6 times with the same command: each of the first 5 starts
     is interrupted in a different way (INTERRUPTIONS) once it has measured a run more, the 6th completes.
     Each start after an interruption is that interruption's "same command again": it starts without
     --unlock or --rerun-incomplete (after a SIGKILL it names and removes the stale lock), keeps every
@@ -166,7 +166,11 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     state.mkdir()
     results = tmp_path / "results"
     cfg = tmp_path / "c.yaml"
-    write_config(cfg, results, state, ns=[1, 2, 4, 6], k=3, sleep=0.25)  # 12 runs of ~0.35 s, one at a time
+    # 24 runs of ~0.35 s, one at a time: enough that an interrupted start cannot finish the sweep before it
+    # stops. Snakemake may miss perfsweep's first SIGINT (its logger swallows the KeyboardInterrupt), and
+    # perfsweep sends the next 2 s later: 12 runs were all done then once (the 5th start measured 7)
+    write_config(cfg, results, state, ns=[1, 2, 4, 6], k=6, sleep=0.25)
+    total = 24
     # up to the study's tables (the figures and models after them add time, not cases)
     target = f"{results}/tables/faults/runs.csv"
     snapshots = []
@@ -206,7 +210,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
             assert proc.returncode == 128 + sig
             assert text.strip().splitlines()[-1] == (
                 f"perfsweep: {how}; finished runs are kept, run the same command again to measure the rest")
-            assert len(_snapshot(results)) < 12 and leftover_processes(state) == []  # and Snakemake stopped
+            assert len(_snapshot(results)) < total and leftover_processes(state) == []  # and Snakemake stopped
         before = _snapshot(results)
         assert len(before) > done  # the start after the last interruption measured
         for path in before:
@@ -218,7 +222,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     assert again.returncode == 0, console[-5000:]  # no --unlock, no --rerun-incomplete
     assert "Traceback" not in console
     after = _snapshot(results)
-    assert len(after) == 12
+    assert len(after) == total
     for before in snapshots:
         assert all(after[p] == h for p, h in before.items())  # completed records untouched
     for path in after:
@@ -231,7 +235,7 @@ def test_interrupted_mid_sweep_then_the_same_command_completes_and_repeats_nothi
     for rid, attempts in att.items():
         (done_at,) = [a["started_at"] for a in finished[rid]]
         assert all(a["finished_at"] <= done_at for a in attempts if a["status"] == "killed"), attempts
-    assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == 12
+    assert pd.read_csv(results / "tables" / "faults" / "runs.csv").shape[0] == total
     assert leftover_processes(state) == []
 
 

@@ -372,10 +372,11 @@ def test_damaged_records_are_named_set_aside_and_exactly_those_measured_again(ti
 
 
 @lane_test
-def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_s_refusal(tmp_path):
+def test_two_starts_at_once_and_one_later_one_runs_the_others_get_perfsweep_s_refusal(tmp_path):
     """Two `perfsweep run` started together in one directory (before either's Snakemake has parsed the
-    workflow and taken its lock), and a third 3 s later: one measures, the others get perfsweep's refusal
-    in one line, not Snakemake's LockException advising --unlock, and nothing of the sweep is lost."""
+    workflow and taken its lock), and a third once the first run is measured (not a fixed 3 s later: on a
+    slow host neither might hold the lock by then): one measures, the others get perfsweep's refusal in
+    one line, not Snakemake's LockException advising --unlock, and nothing of the sweep is lost."""
     state = tmp_path / "state"
     state.mkdir()
     results, cfg = tmp_path / "results", tmp_path / "c.yaml"
@@ -384,7 +385,7 @@ def test_two_starts_at_once_and_one_3_s_later_one_runs_the_others_get_perfsweep_
     starts = [subprocess.Popen(run_command(cfg, target), cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True) for _ in range(2)]
     try:
-        time.sleep(3)
+        _wait_for_records(results, 1)  # the winner measures: it holds the lock, 5 runs of 1 s to go
         late = perfsweep_run(cfg, tmp_path, target)
         ends = [p.communicate(timeout=600) for p in starts]
     finally:

@@ -29,6 +29,14 @@ def wait_for_app(runner_pid, proc, timeout=120):
         time.sleep(0.01)
 
 
+def process_state(pid):
+    """The state letter of process ``pid`` (/proc/PID/stat: R, S, T, Z, ...), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def snakemake(*args, cwd=REPO, check=True, timeout=900):
     """Run the real Snakemake on the project's Snakefile; returns the CompletedProcess."""
     cmd = [str(BIN / "snakemake"), "--snakefile", str(REPO / "Snakefile"), *map(str, args)]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import process_state
 from perfsweep import layout
 from perfsweep.config import load_config
 from perfsweep.sweep import packs
@@ -117,15 +118,12 @@ def _kill_mid_run(pid, outputs):
         os.kill(pid, signal.SIGSTOP)
     except ProcessLookupError:
         return False
-    try:
-        while (state := Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) not in "Tt":
-            if state in "ZX":  # it ended before the signal
-                return False
-            time.sleep(0.001)
-        measuring = any(layout.record_lock(out).exists() and layout.record_lock(out).stat().st_size
-                        and not out.exists() for out in outputs) and descendants(pid)
-    except OSError:  # it ended
-        return False
+    while (state := process_state(pid)) not in ("T", "t"):
+        if state in (None, "Z", "X"):  # it ended before the signal
+            return False
+        time.sleep(0.001)
+    measuring = any(layout.record_lock(out).exists() and layout.record_lock(out).stat().st_size
+                    and not out.exists() for out in outputs) and descendants(pid)
     os.kill(pid, signal.SIGKILL if measuring else signal.SIGCONT)
     return bool(measuring)
 
